@@ -1,0 +1,152 @@
+r"""Log-likelihood of DPP with soft labels, per-set weights and priors: eqs. (5), (6) and (17).
+
+The objective maximised by every solver is
+
+.. math::
+
+    \mathcal{L}(\Theta, \mu, \beta) = \sum_n w_n \sum_j \tilde P_{nj}
+        \log \sigma^j(z_n; \Theta) - \lambda\, \mathrm{tr}(\Theta^T \Theta)
+        + \log p(\log \beta)
+
+with ``w_n = 1`` by default (eqs. 5, 6 and 17 with the ridge of section 3.2). Solvers minimise
+the equivalent ``-L / sum(w)`` so that tolerances do not depend on the number of sets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax.numpy as jnp
+from jaxtyping import Array, Float
+
+from dpp.classifier import log_predictive
+from dpp.encoding import encode_soft
+from dpp.sets import RaggedSets
+
+
+class Params(NamedTuple):
+    """DPP parameters (a pytree).
+
+    Attributes:
+        mu: ``[K, D]`` float prototypes (centres), in the units of the feature vectors.
+        log_beta: ``[]`` (shared) or ``[K]`` (per prototype) float log inverse temperature;
+            ``beta`` has units of 1 / squared distance.
+        theta: ``[K, C]`` float softmax classifier weights.
+    """
+
+    mu: Float[Array, "K D"]
+    log_beta: Float[Array, "*B"]
+    theta: Float[Array, "K C"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BetaPrior:
+    """Optional log-prior on the inverse temperature (section 3.2, "a similar prior for beta").
+
+    Attributes:
+        kind: ``"none"``; ``"lognormal"``: a Gaussian on ``log beta`` with ``loc``/``scale``;
+            ``"gamma"``: a Gamma(shape=``loc``, rate=``scale``) prior on ``beta``, written as
+            the density of ``log beta`` (including the Jacobian ``beta``).
+        loc: mean of ``log beta`` (lognormal) or Gamma shape.
+        scale: standard deviation of ``log beta`` (lognormal) or Gamma rate (1 / squared
+            distance units).
+    """
+
+    kind: str = "none"
+    loc: float = 0.0
+    scale: float = 1.0
+
+    def __post_init__(self):
+        if self.kind not in ("none", "lognormal", "gamma"):
+            raise ValueError(f"unknown beta prior {self.kind!r}; use none, lognormal or gamma")
+        if self.kind != "none" and self.scale <= 0:
+            raise ValueError("beta prior scale must be positive")
+        if self.kind == "gamma" and self.loc <= 0:
+            raise ValueError("gamma prior shape (loc) must be positive")
+
+    def log_density(self, log_beta: Float[Array, "*B"]) -> Float[Array, ""]:
+        """Unnormalised log-prior summed over the entries of ``log_beta`` (0 for ``none``)."""
+        if self.kind == "none":
+            return jnp.zeros((), dtype=log_beta.dtype)
+        if self.kind == "lognormal":
+            return -0.5 * jnp.sum(((log_beta - self.loc) / self.scale) ** 2)
+        return jnp.sum(self.loc * log_beta - self.scale * jnp.exp(log_beta))
+
+
+#: The default: no prior on beta.
+NO_PRIOR = BetaPrior()
+
+
+def set_log_likelihood(
+    z: Float[Array, "N K"], theta: Float[Array, "K C"], labels: Float[Array, "N C"]
+) -> Float[Array, " N"]:
+    r"""Local log-likelihood terms with soft labels, eq. (17).
+
+    .. math:: \mathcal{L}^n = \sum_j \tilde P(y^n = j) \log \sigma^j(z^n; \Theta)
+
+    Args:
+        z: ``[N, K]`` set representations.
+        theta: ``[K, C]`` classifier weights.
+        labels: ``[N, C]`` soft labels.
+
+    Returns:
+        ``[N]`` log-likelihood of each set (nats, <= 0).
+    """
+    return jnp.sum(labels * log_predictive(z, theta), axis=1)
+
+
+def classifier_objective(
+    theta: Float[Array, "K C"],
+    z: Float[Array, "N K"],
+    labels: Float[Array, "N C"],
+    weights: Float[Array, " N"],
+    l2: float,
+) -> Float[Array, ""]:
+    """Objective of the Theta-step, eq. (5) with the ridge: ``L`` for fixed codes ``z``.
+
+    Args:
+        theta: ``[K, C]`` weights.
+        z: ``[N, K]`` fixed set representations.
+        labels: ``[N, C]`` soft labels.
+        weights: ``[N]`` per-set weights.
+        l2: ridge ``lambda`` >= 0 on ``tr(Theta^T Theta)``.
+
+    Returns:
+        Scalar ``sum_n w_n L^n - lambda ||Theta||_F^2``.
+    """
+    return jnp.sum(weights * set_log_likelihood(z, theta, labels)) - l2 * jnp.sum(theta * theta)
+
+
+def objective(
+    params: Params, sets: RaggedSets, l2: float, prior: BetaPrior = NO_PRIOR
+) -> Float[Array, ""]:
+    """The penalised log-likelihood ``L`` of eqs. (5), (6), (17) that learning maximises.
+
+    Args:
+        params: prototypes, log inverse temperature and classifier weights.
+        sets: ``N`` training sets with soft labels and weights.
+        l2: ridge ``lambda`` >= 0.
+        prior: optional prior on ``log beta``.
+
+    Returns:
+        Scalar ``L`` (nats).
+    """
+    z = encode_soft(sets, params.mu, params.log_beta)
+    return classifier_objective(params.theta, z, sets.labels, sets.weights, l2) + prior.log_density(
+        params.log_beta
+    )
+
+
+def mean_log_likelihood(params: Params, sets: RaggedSets) -> Float[Array, ""]:
+    """Unpenalised, unweighted mean log-likelihood per set (the "test log-likelihood").
+
+    Args:
+        params: fitted parameters.
+        sets: evaluation sets.
+
+    Returns:
+        Scalar mean over sets of eq. (17), in nats.
+    """
+    z = encode_soft(sets, params.mu, params.log_beta)
+    return jnp.mean(set_log_likelihood(z, params.theta, sets.labels))

@@ -1,0 +1,336 @@
+"""Ragged batches of sets in the flat layout of the spec.
+
+A dataset is ``N`` sets; set ``n`` holds ``M_n >= 1`` feature vectors in ``R^D`` and a soft label
+in the simplex over ``C`` classes. The vectors of all sets are stored back to back (no padding):
+
+* ``vectors``  ``[U, D]`` float: the feature vectors. In the disjoint layout ``U = T``.
+* ``set_ids``  ``[T]`` int32, sorted ascending, values ``0..N-1``: the set of each membership.
+* ``members``  ``[T]`` int32 or ``None``: index into ``vectors`` of each membership. ``None``
+  means the disjoint layout (``members = arange(T)``). Overlapping sets, such as the 7 x 7
+  windows of a hyperspectral image, store each distinct vector once in ``vectors`` (the pool)
+  and point at it from every set that holds it, so that the soft assignment is computed once
+  per distinct vector.
+* ``labels``   ``[N, C]`` float: soft labels, rows on the simplex (a hard label is one-hot).
+* ``weights``  ``[N]`` float: per-set weights of the likelihood (ones by default).
+
+``num_sets`` (``N``) is static pytree metadata, so that ``jax.ops.segment_sum`` gets a static
+``num_segments`` under ``jit``.
+
+Validation happens in the constructors (:meth:`RaggedSets.from_list`, :meth:`RaggedSets.from_flat`)
+on host arrays, never on traced values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float, Int
+
+#: Absolute tolerance on the row sums of the labels (float32 rounding of proportions).
+LABEL_SUM_ATOL = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class RaggedSets:
+    """A batch of ``N`` sets of feature vectors with soft labels (flat layout).
+
+    Attributes:
+        vectors: ``[U, D]`` float; ``U = T`` in the disjoint layout, else the pool of distinct
+            vectors.
+        set_ids: ``[T]`` int32, sorted ascending: which set each membership belongs to.
+        labels: ``[N, C]`` float, rows in the simplex.
+        weights: ``[N]`` float, non-negative per-set weights of the likelihood.
+        members: ``[T]`` int32 indices into ``vectors``, or ``None`` for the disjoint layout.
+        num_sets: ``N``, static.
+    """
+
+    vectors: Float[Array, "U D"]
+    set_ids: Int[Array, " T"]
+    labels: Float[Array, "N C"]
+    weights: Float[Array, " N"]
+    members: Int[Array, " T"] | None
+    num_sets: int
+
+    @property
+    def num_classes(self) -> int:
+        """Number of classes ``C``."""
+        return self.labels.shape[1]
+
+    @property
+    def dim(self) -> int:
+        """Dimension ``D`` of the feature vectors."""
+        return self.vectors.shape[1]
+
+    @property
+    def num_memberships(self) -> int:
+        """Total number of (vector, set) memberships ``T``."""
+        return self.set_ids.shape[0]
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_list(
+        cls,
+        vectors: Sequence[np.ndarray],
+        labels: np.ndarray,
+        weights: np.ndarray | None = None,
+        dtype=jnp.float32,
+    ) -> RaggedSets:
+        """Builds the flat layout from one ``[M_n, D]`` array per set.
+
+        Args:
+            vectors: ``N`` arrays, the ``n``-th of shape ``[M_n, D]`` with ``M_n >= 1``.
+            labels: ``[N, C]`` soft labels, each row in ``[0, 1]`` and summing to 1 within
+                :data:`LABEL_SUM_ATOL`. Use :func:`one_hot` for integer class labels.
+            weights: optional ``[N]`` non-negative per-set weights (default ones).
+            dtype: floating dtype of vectors, labels and weights (default float32).
+
+        Returns:
+            A validated :class:`RaggedSets` in the disjoint layout.
+
+        Raises:
+            ValueError: no sets, a set that is empty or not 2-D, sets of different dimensions,
+                NaN/inf in the vectors, and every error of :meth:`from_flat`.
+        """
+        if len(vectors) == 0:
+            raise ValueError("no sets given: `vectors` is an empty list")
+        arrays = [np.asarray(v) for v in vectors]
+        for n, v in enumerate(arrays):
+            if v.ndim != 2:
+                raise ValueError(f"set {n} has shape {v.shape}; each set must be a [M_n, D] array")
+            if v.shape[0] == 0:
+                raise ValueError(
+                    f"set {n} is empty (0 vectors); every set needs at least one vector"
+                )
+        dims = np.array([v.shape[1] for v in arrays])
+        if np.any(dims != dims[0]):
+            bad = int(np.flatnonzero(dims != dims[0])[0])
+            raise ValueError(
+                f"mismatched dimensions: set 0 has D = {dims[0]} but set {bad} has D = {dims[bad]}"
+            )
+        sizes = np.array([v.shape[0] for v in arrays])
+        flat = np.concatenate(arrays, axis=0)
+        set_ids = np.repeat(np.arange(len(arrays), dtype=np.int32), sizes)
+        return cls.from_flat(
+            flat, set_ids, labels, weights=weights, num_sets=len(arrays), dtype=dtype
+        )
+
+    @classmethod
+    def from_flat(
+        cls,
+        vectors: np.ndarray,
+        set_ids: np.ndarray,
+        labels: np.ndarray,
+        weights: np.ndarray | None = None,
+        members: np.ndarray | None = None,
+        num_sets: int | None = None,
+        dtype=jnp.float32,
+    ) -> RaggedSets:
+        """Validates flat arrays and wraps them as :class:`RaggedSets`.
+
+        Args:
+            vectors: ``[U, D]`` feature vectors (the pool when ``members`` is given).
+            set_ids: ``[T]`` integer set index of each membership, sorted ascending.
+            labels: ``[N, C]`` soft labels; rows in ``[0, 1]`` summing to 1 (tolerance
+                :data:`LABEL_SUM_ATOL`).
+            weights: optional ``[N]`` non-negative per-set weights (default ones).
+            members: optional ``[T]`` indices into ``vectors`` (shared-pool layout).
+            num_sets: ``N``; defaults to ``labels.shape[0]``.
+            dtype: floating dtype of vectors, labels and weights.
+
+        Returns:
+            The validated batch.
+
+        Raises:
+            ValueError: with a message naming the problem: wrong ranks, mismatched lengths,
+                unsorted or out-of-range set ids, an empty set, NaN/inf in vectors, labels
+                outside ``[0, 1]`` or rows not summing to 1, negative or non-finite weights,
+                member indices outside the pool.
+        """
+        vectors = np.asarray(vectors)
+        set_ids = np.asarray(set_ids)
+        labels = np.asarray(labels)
+        if vectors.ndim != 2:
+            raise ValueError(f"vectors must be a [T, D] array, got shape {vectors.shape}")
+        if set_ids.ndim != 1:
+            raise ValueError(f"set_ids must be a [T] array, got shape {set_ids.shape}")
+        if labels.ndim != 2:
+            raise ValueError(
+                f"labels must be a [N, C] array of (soft) labels, got shape {labels.shape}; "
+                "use dpp.sets.one_hot for integer class labels"
+            )
+        if not np.issubdtype(set_ids.dtype, np.integer):
+            raise ValueError(f"set_ids must be integers, got dtype {set_ids.dtype}")
+        n = labels.shape[0] if num_sets is None else int(num_sets)
+        if labels.shape[0] != n:
+            raise ValueError(f"labels has {labels.shape[0]} rows but there are {n} sets")
+        if members is None:
+            if set_ids.shape[0] != vectors.shape[0]:
+                raise ValueError(
+                    f"mismatched lengths: {vectors.shape[0]} vectors but {set_ids.shape[0]} set ids"
+                )
+        else:
+            members = np.asarray(members)
+            if members.shape != set_ids.shape:
+                raise ValueError(
+                    f"mismatched lengths: {members.shape[0]} members but {set_ids.shape[0]} set ids"
+                )
+            if members.size and (members.min() < 0 or members.max() >= vectors.shape[0]):
+                raise ValueError(
+                    f"members must index the pool of {vectors.shape[0]} vectors; "
+                    f"found values in [{members.min()}, {members.max()}]"
+                )
+        _check_set_ids(set_ids, n)
+        if not np.all(np.isfinite(vectors)):
+            row = int(np.flatnonzero(~np.all(np.isfinite(vectors), axis=1))[0])
+            where = f"vector row {row}"
+            if members is None:
+                where += f" (set {int(set_ids[row])})"
+            raise ValueError(f"vectors contain NaN or inf, first at {where}")
+        _check_labels(labels)
+        if weights is None:
+            weights = np.ones(n)
+        weights = np.asarray(weights)
+        if weights.shape != (n,):
+            raise ValueError(f"weights must have shape [{n}], got {weights.shape}")
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError("weights must be finite and non-negative")
+        return cls(
+            vectors=jnp.asarray(vectors, dtype=dtype),
+            set_ids=jnp.asarray(set_ids, dtype=jnp.int32),
+            labels=jnp.asarray(labels, dtype=dtype),
+            weights=jnp.asarray(weights, dtype=dtype),
+            members=None if members is None else jnp.asarray(members, dtype=jnp.int32),
+            num_sets=n,
+        )
+
+    # ------------------------------------------------------------------ host-side helpers
+    def set_sizes(self) -> np.ndarray:
+        """``[N]`` int64 number of vectors ``M_n`` of each set (host array)."""
+        return np.bincount(np.asarray(self.set_ids), minlength=self.num_sets)
+
+    def member_vectors(self) -> np.ndarray:
+        """``[T, D]`` host array of every membership's vector (the pool expanded)."""
+        vectors = np.asarray(self.vectors)
+        return vectors if self.members is None else vectors[np.asarray(self.members)]
+
+    def subset(self, indices: np.ndarray) -> RaggedSets:
+        """Selects sets by index, in the given order, renumbering their ids ``0..len-1``.
+
+        In the shared-pool layout the pool is compacted to the vectors the selected sets use.
+
+        Args:
+            indices: ``[N']`` distinct integer indices of sets to keep.
+
+        Returns:
+            A new :class:`RaggedSets` with ``N'`` sets (no re-validation is needed).
+
+        Raises:
+            ValueError: indices out of range, repeated, or empty.
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        if indices.ndim != 1 or indices.size == 0:
+            raise ValueError("subset needs a non-empty 1-D array of set indices")
+        if indices.min() < 0 or indices.max() >= self.num_sets:
+            raise ValueError(f"set indices must lie in [0, {self.num_sets})")
+        if np.unique(indices).size != indices.size:
+            raise ValueError("subset indices must be distinct")
+        new_id = np.full(self.num_sets, -1, dtype=np.int64)
+        new_id[indices] = np.arange(indices.size)
+        old_ids = np.asarray(self.set_ids)
+        mapped = new_id[old_ids]
+        keep = np.flatnonzero(mapped >= 0)
+        order = keep[np.argsort(mapped[keep], kind="stable")]
+        set_ids = mapped[order].astype(np.int32)
+        vectors = np.asarray(self.vectors)
+        if self.members is None:
+            new_vectors, members = vectors[order], None
+        else:
+            used, members = np.unique(np.asarray(self.members)[order], return_inverse=True)
+            new_vectors, members = vectors[used], members.astype(np.int32)
+        return RaggedSets(
+            vectors=jnp.asarray(new_vectors),
+            set_ids=jnp.asarray(set_ids),
+            labels=self.labels[indices],
+            weights=self.weights[indices],
+            members=None if members is None else jnp.asarray(members),
+            num_sets=int(indices.size),
+        )
+
+    def with_vectors(self, vectors: np.ndarray) -> RaggedSets:
+        """Returns a copy with the ``[U, D']`` vectors replaced (e.g. standardised or projected).
+
+        Raises:
+            ValueError: if the number of rows changes or the new vectors are not finite.
+        """
+        vectors = np.asarray(vectors)
+        if vectors.ndim != 2 or vectors.shape[0] != self.vectors.shape[0]:
+            raise ValueError(
+                f"replacement vectors must have {self.vectors.shape[0]} rows, got {vectors.shape}"
+            )
+        if not np.all(np.isfinite(vectors)):
+            raise ValueError("replacement vectors contain NaN or inf")
+        return dataclasses.replace(self, vectors=jnp.asarray(vectors, dtype=self.vectors.dtype))
+
+    def astype(self, dtype) -> RaggedSets:
+        """Casts vectors, labels and weights to ``dtype``."""
+        return dataclasses.replace(
+            self,
+            vectors=self.vectors.astype(dtype),
+            labels=self.labels.astype(dtype),
+            weights=self.weights.astype(dtype),
+        )
+
+
+jax.tree_util.register_dataclass(
+    RaggedSets,
+    data_fields=["vectors", "set_ids", "labels", "weights", "members"],
+    meta_fields=["num_sets"],
+)
+
+
+def one_hot(classes: np.ndarray, num_classes: int) -> np.ndarray:
+    """Hard labels as ``[N, C]`` float32 one-hot rows.
+
+    Raises:
+        ValueError: if a class index lies outside ``[0, num_classes)``.
+    """
+    classes = np.asarray(classes)
+    if classes.size and (classes.min() < 0 or classes.max() >= num_classes):
+        raise ValueError(f"class indices must lie in [0, {num_classes})")
+    return np.eye(num_classes, dtype=np.float32)[classes]
+
+
+def _check_set_ids(set_ids: np.ndarray, num_sets: int) -> None:
+    if set_ids.size == 0:
+        raise ValueError("no vectors: set_ids is empty")
+    if set_ids.min() < 0 or set_ids.max() >= num_sets:
+        raise ValueError(
+            f"set_ids must lie in [0, {num_sets}); found [{set_ids.min()}, {set_ids.max()}]"
+        )
+    steps = np.diff(set_ids)
+    if np.any(steps < 0):
+        pos = int(np.flatnonzero(steps < 0)[0]) + 1
+        raise ValueError(f"set_ids must be sorted ascending; first decrease at position {pos}")
+    counts = np.bincount(set_ids, minlength=num_sets)
+    if np.any(counts == 0):
+        n = int(np.flatnonzero(counts == 0)[0])
+        raise ValueError(f"set {n} is empty (0 vectors); every set needs at least one vector")
+
+
+def _check_labels(labels: np.ndarray) -> None:
+    if not np.all(np.isfinite(labels)):
+        raise ValueError("labels contain NaN or inf")
+    if np.any(labels < 0) or np.any(labels > 1):
+        n = int(np.flatnonzero(np.any((labels < 0) | (labels > 1), axis=1))[0])
+        raise ValueError(f"labels of set {n} lie outside [0, 1]: {labels[n]}")
+    sums = labels.sum(axis=1)
+    bad = np.abs(sums - 1.0) > LABEL_SUM_ATOL
+    if np.any(bad):
+        n = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"labels of set {n} sum to {sums[n]:.6g}, not 1 (tolerance {LABEL_SUM_ATOL:g})"
+        )

@@ -1,0 +1,47 @@
+"""Strict test configuration: rank promotion raises, an `rng` fixture, float64 where asked."""
+
+from pathlib import Path
+
+import jax
+import numpy as np
+import pytest
+
+from dpp.sets import RaggedSets, one_hot
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20121)
+
+
+@pytest.fixture
+def x64():
+    """Runs the test with 64-bit floats (gradient checks need them)."""
+    with jax.enable_x64(True):
+        yield
+
+
+def random_sets(
+    rng,
+    num_sets=7,
+    dim=3,
+    num_classes=3,
+    max_size=5,
+    soft=False,
+    weighted=False,
+    dtype=np.float64,
+):
+    """Random ragged sets with at least two singleton sets (sets 0 and the last)."""
+    sizes = rng.integers(1, max_size + 1, size=num_sets)
+    sizes[0] = sizes[-1] = 1
+    vectors = [rng.normal(size=(m, dim)) for m in sizes]
+    if soft:
+        labels = rng.dirichlet(np.ones(num_classes), size=num_sets)
+    else:
+        labels = one_hot(rng.integers(0, num_classes, size=num_sets), num_classes)
+    weights = rng.uniform(0.5, 2.0, size=num_sets) if weighted else None
+    return RaggedSets.from_list(vectors, labels, weights=weights, dtype=dtype)
