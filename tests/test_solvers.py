@@ -1,0 +1,137 @@
+"""Solvers: Theta-step backends against scikit-learn, monotone coordinate ascent, mini-batches."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random_sets
+from sklearn.linear_model import LogisticRegression
+
+from dpp.datasets.synthetic import make_synthetic
+from dpp.init import init_log_beta, kmeans_centres
+from dpp.likelihood import BetaPrior, Params, classifier_objective, objective
+from dpp.model import fit_dpp
+from dpp.solvers import AdamSettings, FitSettings, LBFGSSettings, coordinate_ascent
+from dpp.solvers.coordinate_ascent import fit_classifier
+from dpp.solvers.minibatch import batch_capacity, epoch_order, make_batch
+
+
+@pytest.fixture(scope="module")
+def small_problem():
+    data = make_synthetic(60, 2, 12, seed=3)
+    train = data.sets.subset(np.arange(0, 60, 2))
+    return train, kmeans_centres(np.asarray(train.vectors), 3, seed=0)
+
+
+def test_theta_step_backends_agree_with_sklearn(rng, x64):
+    """The convex Theta-step: optax L-BFGS, jaxopt L-BFGS and jaxopt BFGS reach the optimum of
+    multinomial logistic regression without intercept, C = 1 / (2 lambda)."""
+    n, k, c, l2 = 80, 5, 3, 0.05
+    z = rng.dirichlet(np.ones(k), size=n)
+    y = np.argmax(z @ rng.normal(size=(k, c)) * 4 + rng.gumbel(size=(n, c)), axis=1)
+    labels = np.eye(c)[y]
+    reference = LogisticRegression(C=1 / (2 * l2), fit_intercept=False, tol=1e-12, max_iter=10000)
+    theta_sklearn = reference.fit(z, y).coef_.T  # [K, C]
+    args = (jnp.asarray(z), jnp.asarray(labels), jnp.ones(n), jnp.zeros((k, c)), l2)
+    for backend in ("lbfgs_optax", "lbfgs_jaxopt", "bfgs_jaxopt"):
+        solver = LBFGSSettings(backend=backend, max_iter=1000, tol=1e-10)
+        theta = fit_classifier(*args, solver=solver)
+        np.testing.assert_allclose(np.asarray(theta), theta_sklearn, atol=1e-6, err_msg=backend)
+        grad = jax.grad(classifier_objective)(theta, *args[:3], l2)
+        assert float(jnp.max(jnp.abs(grad))) < 1e-7
+
+
+@pytest.mark.parametrize(
+    "solver, per_prototype, prior",
+    [
+        (LBFGSSettings(max_iter=20), False, BetaPrior()),
+        (
+            LBFGSSettings(backend="lbfgs_jaxopt", max_iter=20),
+            True,
+            BetaPrior("lognormal", 0.0, 3.0),
+        ),
+        (
+            AdamSettings(learning_rate=0.05, batch_size=8, epochs=2),
+            False,
+            BetaPrior("gamma", 2.0, 0.1),
+        ),
+    ],
+    ids=["optax", "jaxopt-per-prototype", "adam"],
+)
+def test_coordinate_ascent_never_decreases_L(small_problem, solver, per_prototype, prior):
+    train, centres = small_problem
+    settings = FitSettings(
+        l2=1e-2,
+        prior=prior,
+        max_rounds=6,
+        tol=0.0,
+        prototype_solver=solver,
+        theta_solver=LBFGSSettings(max_iter=100),
+    )
+    model = fit_dpp(train, centres, settings, jax.random.key(0), per_prototype_beta=per_prototype)
+    history = model.history
+    assert len(history) >= 2
+    # Tolerance 0: a step is accepted only if the objective, evaluated identically, did not drop.
+    assert np.all(np.diff(history) >= 0), history
+    assert history[-1] > history[0]
+    assert np.shape(model.log_beta) == ((3,) if per_prototype else ())
+    final = objective(Params(model.mu, model.log_beta, model.theta), train, 1e-2, prior)
+    np.testing.assert_allclose(float(final), history[-1], rtol=1e-5)
+
+
+def test_coordinate_ascent_raises_L_over_kmeans_start(small_problem):
+    train, centres = small_problem
+    settings = FitSettings(l2=1e-2, max_rounds=10)
+    params0 = Params(
+        jnp.asarray(centres, jnp.float32),
+        init_log_beta(np.asarray(train.vectors), centres),
+        jnp.zeros((3, 2)),
+    )
+    result = coordinate_ascent(params0, train, settings, jax.random.key(0))
+    history = np.asarray(result.history)[: int(result.num_rounds) + 1]
+    assert np.all(np.isfinite(history))
+    assert history[-1] > history[0] + 1e-3 * abs(history[0])
+
+
+def test_joint_mode_does_not_decrease_L(small_problem):
+    train, centres = small_problem
+    model = fit_dpp(train, centres, FitSettings(l2=1e-2), jax.random.key(0), mode="joint")
+    assert model.history.shape == (2,) and model.history[1] >= model.history[0]
+    with pytest.raises(ValueError, match="unknown DPP mode"):
+        fit_dpp(train, centres, FitSettings(), jax.random.key(0), mode="anneal")
+
+
+@pytest.mark.parametrize("batch_size", [1, 4, 7])
+def test_minibatches_partition_the_sets(rng, x64, batch_size):
+    """Over one epoch the batches hold every set exactly once: their data terms sum to the
+    full-data term, and each scale is N / (real sets in the batch)."""
+    sets = random_sets(rng, num_sets=10, dim=2, num_classes=3, soft=True, weighted=True)
+    z_theta = jnp.asarray(rng.normal(size=(4, 3)))
+    mu, log_beta = jnp.asarray(rng.normal(size=(4, 2))), jnp.asarray(0.1)
+    full = objective(Params(mu, log_beta, z_theta), sets, 0.0)
+    cap = batch_capacity(sets, batch_size)
+    order = epoch_order(sets, jax.random.permutation(jax.random.key(1), 10), batch_size, cap)
+    total, scales = 0.0, []
+    for b in range(-(-10 // batch_size)):
+        batch, scale = make_batch(sets, order, jnp.int32(b), batch_size, cap)
+        total += objective(Params(mu, log_beta, z_theta), batch, 0.0)
+        scales.append(float(scale))
+    np.testing.assert_allclose(float(total), float(full), rtol=1e-12)
+    expected = [10 / min(batch_size, 10 - b * batch_size) for b in range(len(scales))]
+    np.testing.assert_allclose(scales, expected)
+
+
+def test_adam_settings_need_capacity(small_problem):
+    train, _ = small_problem
+    from dpp.solvers.minibatch import minimize_minibatch
+
+    with pytest.raises(ValueError, match="capacity is not set"):
+        minimize_minibatch(
+            lambda x, b, s: 0.0, jnp.zeros(2), train, AdamSettings(), jax.random.key(0)
+        )
+    assert (
+        dataclasses.replace(AdamSettings(batch_size=4), capacity=batch_capacity(train, 4)).capacity
+        >= 4
+    )
