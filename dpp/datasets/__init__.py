@@ -1,0 +1,9 @@
+"""Datasets.
+
+Each loader returns a :class:`Dataset` (all sets plus names); Hydra picks the loader by
+``dataset.loader._target_``.
+"""
+
+from dpp.datasets.base import Dataset, resolve_data_dir
+
+__all__ = ["Dataset", "resolve_data_dir"]

@@ -1,0 +1,61 @@
+"""The dataset container and the data directory rule."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from dpp.sets import RaggedSets
+
+#: Environment variable naming the data directory.
+DATA_DIR_ENV = "DPP_DATA_DIR"
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclasses.dataclass(frozen=True)
+class Dataset:
+    """All sets of a dataset, before any train/test split.
+
+    Attributes:
+        name: dataset name.
+        sets: the ``N`` sets with labels.
+        class_names: ``C`` names of the classes.
+        info: descriptive scalars (counts, extraction parameters, ...), written to results.json.
+    """
+
+    name: str
+    sets: RaggedSets
+    class_names: tuple[str, ...]
+    info: dict = dataclasses.field(default_factory=dict)
+
+
+def default_data_dir() -> Path:
+    """``$DPP_DATA_DIR`` if set, else ``../shared/data`` beside the repository."""
+    env = os.environ.get(DATA_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return (_REPO_ROOT.parent / "shared" / "data").resolve()
+
+
+def resolve_data_dir(data_dir: str | os.PathLike | None, subdir: str) -> Path:
+    """The folder of one dataset, checked to exist.
+
+    Args:
+        data_dir: configured data directory, or ``None`` for :func:`default_data_dir`.
+        subdir: the dataset's folder inside it (``mpeg7``, ``hyperspectral``, ``adult``).
+
+    Returns:
+        The existing directory ``data_dir / subdir``.
+
+    Raises:
+        FileNotFoundError: naming the path looked at and how to point dpp elsewhere.
+    """
+    root = default_data_dir() if data_dir in (None, "") else Path(data_dir).expanduser()
+    path = root / subdir
+    if not path.is_dir():
+        raise FileNotFoundError(
+            f"data directory not found: {path} (set {DATA_DIR_ENV} or data_dir=... to the folder "
+            f"that holds {subdir}/)"
+        )
+    return path

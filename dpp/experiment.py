@@ -1,0 +1,272 @@
+"""The experiment layer: turns a Hydra config into typed settings and runs trials.
+
+``run(cfg)`` is what ``experiments/run.py`` calls. It is the only place that reads the config;
+numerics receive typed keyword arguments and frozen settings dataclasses.
+
+A run: load the dataset; for each trial ``t`` (seed ``cfg.seed + t``) split the sets, fit the
+preprocessing on the training part, run k-means once per distinct ``K``, fit the primary model
+(``cfg.model``) and every baseline (``cfg.baselines``) on the same split, evaluate them on the test
+sets and write ``results.json``/``results.csv``/``table.md`` after each fit; at the end, the
+figures named in ``cfg.figures``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import hydra
+import jax
+import numpy as np
+from omegaconf import DictConfig, OmegaConf
+
+from dpp import plots
+from dpp.baselines.standard import fit_standard
+from dpp.datasets.base import Dataset, default_data_dir
+from dpp.init import kmeans_centres
+from dpp.likelihood import BetaPrior
+from dpp.metrics import evaluate
+from dpp.model import FittedModel, fit_dpp
+from dpp.reporting import write_results
+from dpp.solvers.coordinate_ascent import FitSettings
+from dpp.solvers.lbfgs import LBFGSSettings
+from dpp.solvers.minibatch import AdamSettings
+from dpp.splits import prepare, split_indices
+
+logger = logging.getLogger(__name__)
+
+OmegaConf.register_new_resolver("dpp_data_dir", lambda: str(default_data_dir()), replace=True)
+
+
+# ---------------------------------------------------------------------- config -> settings
+def theta_solver_settings(optimizer: DictConfig) -> LBFGSSettings:
+    """Full-batch solver of the convex Theta-steps (optax L-BFGS when the optimizer is Adam)."""
+    backend = "lbfgs_optax" if optimizer.name == "adam" else optimizer.name
+    return LBFGSSettings(
+        backend=backend,
+        max_iter=optimizer.theta_max_iter,
+        tol=optimizer.tol,
+        memory_size=optimizer.memory_size,
+        max_linesearch_steps=optimizer.max_linesearch_steps,
+    )
+
+
+def prototype_solver_settings(optimizer: DictConfig) -> LBFGSSettings | AdamSettings:
+    """Solver of the (mu, beta)-steps and of the joint fit."""
+    if optimizer.name == "adam":
+        return AdamSettings(
+            learning_rate=optimizer.learning_rate,
+            batch_size=optimizer.batch_size,
+            epochs=optimizer.epochs,
+        )
+    return LBFGSSettings(
+        backend=optimizer.name,
+        max_iter=optimizer.max_iter,
+        tol=optimizer.tol,
+        memory_size=optimizer.memory_size,
+        max_linesearch_steps=optimizer.max_linesearch_steps,
+    )
+
+
+def fit_settings(model: DictConfig, optimizer: DictConfig, verbose: bool) -> FitSettings:
+    """DPP learning settings from the ``model`` and ``optimizer`` config groups."""
+    return FitSettings(
+        l2=float(model.l2),
+        prior=BetaPrior(**OmegaConf.to_container(model.beta_prior)),
+        max_rounds=model.max_rounds,
+        tol=model.tol,
+        theta_solver=theta_solver_settings(optimizer),
+        prototype_solver=prototype_solver_settings(optimizer),
+        verbose=verbose,
+    )
+
+
+# ---------------------------------------------------------------------- methods
+def _fit_dpp(train, centres, model_cfg, cfg, key) -> FittedModel:
+    return fit_dpp(
+        train,
+        centres,
+        fit_settings(model_cfg, cfg.optimizer, cfg.verbose),
+        key,
+        mode=model_cfg.mode,
+        beta_scale=model_cfg.beta_scale,
+        per_prototype_beta=model_cfg.per_prototype_beta,
+    )
+
+
+def _fit_standard(train, centres, model_cfg, cfg, key) -> FittedModel:
+    del key
+    return fit_standard(train, centres, float(model_cfg.l2), theta_solver_settings(cfg.optimizer))
+
+
+#: Fitters by ``model.name``: ``(train, kmeans centres, method config, root config, key)``.
+METHODS: dict[str, Callable[..., FittedModel]] = {"dpp": _fit_dpp, "standard": _fit_standard}
+
+
+def methods_of(cfg: DictConfig) -> dict[str, DictConfig]:
+    """The primary model followed by the baselines, by name (a baseline equal to it is skipped).
+
+    Raises:
+        ValueError: for an unknown method name.
+    """
+    methods = {cfg.model.name: cfg.model}
+    for name, baseline in (cfg.baselines or {}).items():
+        if baseline.name != cfg.model.name:
+            methods.setdefault(name, baseline)
+    for m in methods.values():
+        if m.name not in METHODS:
+            raise ValueError(f"unknown method {m.name!r}; known: {sorted(METHODS)}")
+    return methods
+
+
+# ---------------------------------------------------------------------- figures
+def _figure1(out_dir, train, models, dataset, records):
+    if "dpp" not in models or "standard" not in models:
+        raise ValueError("figure1 needs both the dpp model and the standard baseline")
+    plots.figure1(
+        train, models["standard"], models["dpp"], out_dir / "figure1.png", dataset.class_names
+    )
+
+
+#: Figures drawn from the first trial's models (``figure1``) or from all records.
+TRIAL_FIGURES = {"figure1": _figure1}
+RUN_FIGURES = {
+    "loglik": lambda out, records, name: plots.loglik_bars(records, out / f"{name}.png"),
+    "history": lambda out, records, name: plots.objective_histories(records, out / f"{name}.png"),
+}
+
+
+# ---------------------------------------------------------------------- run
+def _output_dir(output_dir) -> Path:
+    if output_dir is None:
+        from hydra.core.hydra_config import HydraConfig
+
+        output_dir = (
+            HydraConfig.get().runtime.output_dir
+            if HydraConfig.initialized()
+            else Path("outputs") / time.strftime("%Y-%m-%d_%H-%M-%S")
+        )
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
+    """Runs an experiment described by a composed config and writes its outputs.
+
+    Args:
+        cfg: the root config (``configs/config.yaml`` with overrides).
+        output_dir: run directory; defaults to Hydra's output directory.
+
+    Returns:
+        The content of ``results.json``.
+
+    Raises:
+        ValueError, FileNotFoundError: for bad settings or missing data; ``results.json`` then
+            holds the trials finished so far with ``status = "failed"``.
+    """
+    out = _output_dir(output_dir)
+    (out / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    for name in cfg.figures:
+        if name not in TRIAL_FIGURES and name not in RUN_FIGURES:
+            raise ValueError(f"unknown figure {name!r}")
+    start = time.perf_counter()
+    methods = methods_of(cfg)
+    dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader)
+    data_seconds = time.perf_counter() - start
+    logger.info(
+        "dataset %s: %d sets, %d classes (%.1f s)",
+        dataset.name,
+        dataset.sets.num_sets,
+        dataset.sets.num_classes,
+        data_seconds,
+    )
+    header = {
+        "experiment": cfg.name,
+        "dataset": cfg.dataset.name,
+        "dataset_info": dataset.info,
+        "methods": list(methods),
+        "num_trials": cfg.trials,
+        "data_seconds": data_seconds,
+    }
+    records: list[dict] = []
+    split_cfg = OmegaConf.to_container(cfg.dataset.split)
+    try:
+        for trial in range(cfg.trials):
+            seed = cfg.seed + trial
+            train_idx, test_idx = split_indices(
+                np.asarray(dataset.sets.labels), seed=seed, **split_cfg
+            )
+            train, test = prepare(
+                dataset.sets.subset(train_idx),
+                dataset.sets.subset(test_idx),
+                standardize=cfg.dataset.standardize,
+                pca_components=cfg.dataset.pca_components,
+            )
+            centres: dict[int, tuple[np.ndarray, float]] = {}
+            models: dict[str, FittedModel] = {}
+            for name, mcfg in methods.items():
+                if mcfg.K not in centres:
+                    t0 = time.perf_counter()
+                    c = kmeans_centres(np.asarray(train.vectors), mcfg.K, seed, **cfg.kmeans)
+                    centres[mcfg.K] = (c, time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                model = METHODS[mcfg.name](
+                    train, centres[mcfg.K][0], mcfg, cfg, jax.random.key(seed)
+                )
+                jax.block_until_ready(model.theta)
+                fit_seconds = time.perf_counter() - t0
+                metrics = evaluate(model.log_predictive(test), np.asarray(test.labels))
+                train_metrics = evaluate(model.log_predictive(train), np.asarray(train.labels))
+                records.append(
+                    {
+                        "trial": trial,
+                        "seed": seed,
+                        "method": name,
+                        **metrics,
+                        "train_accuracy": train_metrics["accuracy"],
+                        "fit_seconds": fit_seconds,
+                        "kmeans_seconds": centres[mcfg.K][1],
+                        "K": int(mcfg.K),
+                        "l2": float(mcfg.l2),
+                        "num_train": train.num_sets,
+                        "num_test": test.num_sets,
+                        "final_objective": float(model.history[-1]) if len(model.history) else None,
+                        "objective_history": [float(v) for v in model.history],
+                        "info": model.info,
+                    }
+                )
+                models[name] = model
+                logger.info(
+                    "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s",
+                    trial,
+                    name,
+                    100 * metrics["accuracy"],
+                    metrics["test_log_likelihood"],
+                    fit_seconds,
+                )
+                write_results(out, header, records, "running")
+            if trial == 0:
+                for name in cfg.figures:
+                    if name in TRIAL_FIGURES:
+                        TRIAL_FIGURES[name](out, train, models, dataset, records)
+    except BaseException as err:
+        write_results(
+            out,
+            header,
+            records,
+            "failed",
+            error=f"{type(err).__name__}: {err}",
+            wall_seconds=time.perf_counter() - start,
+        )
+        raise
+    for name in cfg.figures:
+        if name in RUN_FIGURES:
+            RUN_FIGURES[name](out, records, name)
+    results = write_results(
+        out, header, records, "complete", wall_seconds=time.perf_counter() - start
+    )
+    logger.info("results in %s", out)
+    return results

@@ -1,0 +1,74 @@
+"""Evaluation metrics on predictive distributions (host-side NumPy)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def accuracy(log_probs: np.ndarray, labels: np.ndarray) -> float:
+    """Fraction of sets whose predicted argmax equals the argmax of their (soft) label.
+
+    Args:
+        log_probs: ``[N, C]`` predictive log-probabilities.
+        labels: ``[N, C]`` soft or one-hot labels.
+
+    Returns:
+        Accuracy in ``[0, 1]``.
+    """
+    return float(np.mean(np.argmax(log_probs, axis=1) == np.argmax(labels, axis=1)))
+
+
+def mean_log_likelihood(log_probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean over sets of ``sum_j P~_nj log p_nj`` (eq. 17 without weights), in nats.
+
+    Args:
+        log_probs: ``[N, C]`` predictive log-probabilities.
+        labels: ``[N, C]`` soft or one-hot labels.
+
+    Returns:
+        The mean test log-likelihood per set (<= 0).
+    """
+    return float(np.mean(np.sum(labels * log_probs, axis=1)))
+
+
+def kl_bits(log_probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean ``KL(P~_n || p_n)`` in bits, with ``0 log 0 = 0``.
+
+    Args:
+        log_probs: ``[N, C]`` predictive log-probabilities (natural log).
+        labels: ``[N, C]`` empirical distributions.
+
+    Returns:
+        Mean Kullback-Leibler divergence of the empirical from the predictive distribution.
+    """
+    labels = np.asarray(labels, dtype=np.float64)
+    safe = np.where(labels > 0, labels, 1.0)
+    kl = np.sum(np.where(labels > 0, labels * (np.log(safe) - log_probs), 0.0), axis=1)
+    return float(np.mean(kl) / np.log(2.0))
+
+
+def is_soft(labels: np.ndarray) -> bool:
+    """Whether any label row is not one-hot."""
+    labels = np.asarray(labels)
+    return bool(np.any((labels > 0) & (labels < 1)))
+
+
+def evaluate(log_probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+    """All metrics of a run: accuracy and test log-likelihood, plus KL in bits for soft labels.
+
+    Args:
+        log_probs: ``[N, C]`` predictive log-probabilities.
+        labels: ``[N, C]`` labels of the same sets.
+
+    Returns:
+        ``{"accuracy", "test_log_likelihood"[, "kl_bits"]}``.
+    """
+    log_probs = np.asarray(log_probs, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.float64)
+    metrics = {
+        "accuracy": accuracy(log_probs, labels),
+        "test_log_likelihood": mean_log_likelihood(log_probs, labels),
+    }
+    if is_soft(labels):
+        metrics["kl_bits"] = kl_bits(log_probs, labels)
+    return metrics

@@ -1,0 +1,147 @@
+"""Figures written into run directories (matplotlib, Agg backend)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from dpp.model import FittedModel  # noqa: E402
+from dpp.reporting import summarize  # noqa: E402
+from dpp.sets import RaggedSets  # noqa: E402
+
+_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+
+
+def figure1(
+    train: RaggedSets,
+    standard: FittedModel,
+    dpp: FittedModel,
+    path: Path,
+    class_names: Sequence[str] = (),
+) -> Path:
+    """Figure 1 of the paper, four panels.
+
+    (a) data and k-means centres, (b) data and DPP centres, (c) standard representation ``z``,
+    (d) DPP representation ``z``.
+
+    For ``K = 2`` panels (c) and (d) plot ``z_1`` of every set (``z_2 = 1 - z_1``); for larger
+    ``K`` they show ``z`` as an image, sets sorted by class.
+
+    Args:
+        train: training sets with 2-D vectors.
+        standard: the standard prototype model (k-means centres, hard codes).
+        dpp: the DPP model.
+        path: output PNG path.
+        class_names: legend names of the classes.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ValueError: if the vectors are not 2-D.
+    """
+    if train.dim != 2:
+        raise ValueError(f"figure1 needs 2-D vectors, got D = {train.dim}")
+    vectors = train.member_vectors()
+    set_class = np.argmax(np.asarray(train.labels), axis=1)
+    point_class = set_class[np.asarray(train.set_ids)]
+    names = list(class_names) or [f"class {c}" for c in range(train.num_classes)]
+    fig, axes = plt.subplots(2, 2, figsize=(10, 8.5))
+    for ax, model, title in (
+        (axes[0, 0], standard, "(a) data and k-means centres"),
+        (axes[0, 1], dpp, "(b) data and DPP centres"),
+    ):
+        for c in range(train.num_classes):
+            sel = point_class == c
+            ax.scatter(*vectors[sel].T, s=6, alpha=0.5, color=_COLOURS[c % 6], label=names[c])
+        mu = np.asarray(model.mu)
+        ax.scatter(*mu.T, s=70, color="black", marker="o", label="centres", zorder=3)
+        ax.set_title(title)
+        ax.set_xlabel("$x_1$")
+        ax.set_ylabel("$x_2$")
+        ax.legend(fontsize=8, loc="best")
+    order = np.argsort(set_class, kind="stable")
+    for ax, model, title in (
+        (axes[1, 0], standard, "(c) standard prototype representation z"),
+        (axes[1, 1], dpp, "(d) DPP representation z"),
+    ):
+        z = np.asarray(model.encode(train))
+        if z.shape[1] == 2:
+            for c in range(train.num_classes):
+                sel = np.flatnonzero(set_class == c)
+                ax.scatter(sel, z[sel, 0], s=25, color=_COLOURS[c % 6], label=names[c])
+            ax.set_ylim(-0.05, 1.05)
+            ax.set_xlabel("set")
+            ax.set_ylabel("$z_1$ (= 1 - $z_2$)")
+            ax.legend(fontsize=8)
+        else:
+            im = ax.imshow(z[order], aspect="auto", interpolation="nearest", cmap="viridis")
+            ax.set_xlabel("prototype k")
+            ax.set_ylabel("set (sorted by class)")
+            fig.colorbar(im, ax=ax)
+        ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def loglik_bars(records: Sequence[dict], path: Path, title: str = "test log-likelihood") -> Path:
+    """Mean test log-likelihood per set, with two standard errors across trials, per method.
+
+    The form of Figure 2 of the paper.
+
+    Args:
+        records: per-(trial, method) records with ``test_log_likelihood``.
+        path: output PNG path.
+        title: figure title.
+
+    Returns:
+        ``path``.
+    """
+    summary = summarize(records)
+    methods = list(summary)
+    means = [summary[m]["test_log_likelihood"]["mean"] for m in methods]
+    errs = [2 * (summary[m]["test_log_likelihood"]["stderr"] or 0.0) for m in methods]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(methods), 4))
+    ax.bar(
+        methods, means, yerr=errs, capsize=6, color=[_COLOURS[i % 6] for i in range(len(methods))]
+    )
+    ax.set_ylabel("mean test log-likelihood per set (nats)")
+    ax.set_title(title + " (± 2 s.e.)")
+    ax.axhline(0, color="black", linewidth=0.5)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def objective_histories(records: Sequence[dict], path: Path) -> Path:
+    """Objective ``L`` per coordinate-ascent round of every DPP trial.
+
+    Args:
+        records: per-(trial, method) records with ``objective_history``.
+        path: output PNG path.
+
+    Returns:
+        ``path``.
+    """
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in records:
+        if r["method"] == "dpp" and len(r.get("objective_history", [])) > 1:
+            ax.plot(r["objective_history"], marker=".", label=f"trial {r['trial']}")
+    ax.set_xlabel("round (0 = after k-means init and first Theta-step)")
+    ax.set_ylabel("L (penalised log-likelihood)")
+    ax.set_title("DPP coordinate ascent")
+    if ax.lines:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,114 @@
+"""The Hydra configs and run(cfg) end to end on the small synthetic problem."""
+
+import json
+
+import numpy as np
+import pytest
+from conftest import CONFIG_DIR
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from dpp.datasets.base import Dataset
+from dpp.experiment import fit_settings, methods_of, run
+
+FAST = [
+    "model.max_rounds=3",
+    "optimizer.max_iter=10",
+    "optimizer.theta_max_iter=100",
+    "dataset.loader.num_sets=40",
+]
+
+
+def _compose(overrides=()):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose(config_name="config", overrides=list(overrides))
+
+
+def _group_options(group):
+    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+@pytest.mark.parametrize("optimizer", _group_options("optimizer"))
+@pytest.mark.parametrize("model", _group_options("model"))
+def test_every_model_and_optimizer_config_builds_settings(model, optimizer):
+    cfg = _compose([f"model={model}", f"optimizer={optimizer}"])
+    methods = methods_of(cfg)
+    assert next(iter(methods)) == model
+    if model == "dpp":
+        settings = fit_settings(cfg.model, cfg.optimizer, verbose=False)
+        assert settings.l2 == cfg.model.l2
+
+
+@pytest.mark.parametrize("experiment", _group_options("experiment"))
+def test_every_experiment_config_composes_and_resolves(experiment):
+    cfg = _compose([f"experiment={experiment}"])
+    OmegaConf.to_container(cfg, resolve=True)
+    assert cfg.name
+
+
+@pytest.mark.parametrize(
+    "dataset", [d for d in _group_options("dataset") if d.startswith("synthetic")]
+)
+def test_synthetic_dataset_configs_instantiate(dataset):
+    cfg = _compose([f"dataset={dataset}"])
+    data = instantiate(cfg.dataset.loader)
+    assert isinstance(data, Dataset) and data.sets.num_sets == cfg.dataset.loader.num_sets
+
+
+def test_issue_overrides_compose():
+    cfg = _compose(["model.K=4", "optimizer=lbfgs_jaxopt", "trials=3"])
+    assert cfg.model.K == 4 and cfg.baselines.standard.K == 4
+    assert cfg.optimizer.name == "lbfgs_jaxopt" and cfg.trials == 3
+    assert _compose(["model=standard"]).model.name == "standard"
+    assert list(methods_of(_compose(["model=standard"]))) == ["standard"]
+
+
+def test_run_writes_results_table_and_figures(tmp_path):
+    cfg = _compose(FAST)
+    results = run(cfg, output_dir=tmp_path)
+    for name in (
+        "results.json",
+        "results.csv",
+        "table.md",
+        "figure1.png",
+        "loglik.png",
+        "history.png",
+        "config_resolved.yaml",
+    ):
+        assert (tmp_path / name).is_file(), name
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert on_disk["status"] == "complete"
+    assert [r["method"] for r in on_disk["trials"]] == ["dpp", "standard"]
+    for record in on_disk["trials"]:
+        assert 0.0 <= record["accuracy"] <= 1.0
+        assert record["test_log_likelihood"] < 0
+        assert record["fit_seconds"] > 0
+        assert record["num_train"] == 8 and record["num_test"] == 32
+    dpp_history = on_disk["trials"][0]["objective_history"]
+    assert np.all(np.diff(dpp_history) >= 0)
+    assert set(on_disk["summary"]) == {"dpp", "standard"}
+    assert "| dpp | 1 |" in (tmp_path / "table.md").read_text()
+    assert results["summary"] == on_disk["summary"]
+
+
+def test_same_seed_repeats_exactly(tmp_path):
+    cfg = _compose(FAST + ["trials=2"])
+    first = run(cfg, output_dir=tmp_path / "a")
+    second = run(cfg, output_dir=tmp_path / "b")
+    strip = ("fit_seconds", "kmeans_seconds")
+    for a, b in zip(first["trials"], second["trials"], strict=True):
+        assert {k: v for k, v in a.items() if k not in strip} == {
+            k: v for k, v in b.items() if k not in strip
+        }
+    assert first["trials"][0]["seed"] == 0 and first["trials"][2]["seed"] == 1
+
+
+def test_failed_run_keeps_finished_trials(tmp_path):
+    # the standard baseline fails (K larger than the number of training vectors) after dpp finished
+    cfg = _compose(FAST + ["baselines.standard.K=100000"])
+    with pytest.raises(ValueError, match="k-means needs at least"):
+        run(cfg, output_dir=tmp_path)
+    on_disk = json.loads((tmp_path / "results.json").read_text())
+    assert on_disk["status"] == "failed" and "k-means" in on_disk["error"]
+    assert [r["method"] for r in on_disk["trials"]] == ["dpp"]
