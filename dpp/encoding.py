@@ -8,11 +8,18 @@ one per prototype (shape ``[K]``).
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from dpp.sets import RaggedSets
+
+#: Vectors (or memberships) processed together by the blocked encoders: large enough to keep
+#: both cores busy, small enough for a block's ``BLOCK_SIZE x K`` codes to stay in cache
+#: (2048 was fastest at the MPEG-7 size in ``scripts/bench.py``).
+BLOCK_SIZE = 2048
 
 
 def squared_distances(x: Float[Array, "U D"], mu: Float[Array, "K D"]) -> Float[Array, "U K"]:
@@ -51,8 +58,7 @@ def soft_assignment(
     Returns:
         ``[U, K]`` rows on the simplex.
     """
-    beta = jnp.reshape(jnp.exp(log_beta), (1, -1))  # [1, 1] or [1, K]
-    return jax.nn.softmax(-beta * squared_distances(x, mu), axis=1)
+    return _soft_codes(x, mu, log_beta)[0]
 
 
 def hard_assignment(x: Float[Array, "U D"], mu: Float[Array, "K D"]) -> Float[Array, "U K"]:
@@ -71,6 +77,31 @@ def hard_assignment(x: Float[Array, "U D"], mu: Float[Array, "K D"]) -> Float[Ar
     return jax.nn.one_hot(nearest, mu.shape[0], dtype=x.dtype)
 
 
+def set_counts(sets: RaggedSets) -> Float[Array, " N"]:
+    """``[N]`` number of vectors ``M_n`` of each set, at least 1, as floats (a ``segment_sum``).
+
+    Every set is non-empty (checked at construction); the floor keeps padding segments finite.
+    """
+    return _counts(sets.set_ids, sets.num_sets, sets.vectors.dtype)
+
+
+def _counts(set_ids, num_sets, dtype):
+    ones = jnp.ones(set_ids.shape, dtype=dtype)
+    return jnp.maximum(jax.ops.segment_sum(ones, set_ids, num_sets, indices_are_sorted=True), 1.0)
+
+
+def _row_blocks(arrays, fill_values, block: int):
+    """Pads the leading axis of each array to a multiple of ``block`` and reshapes to blocks."""
+    rows = arrays[0].shape[0]
+    pad = -rows % block
+    out = []
+    for a, fill in zip(arrays, fill_values, strict=True):
+        widths = [(0, pad)] + [(0, 0)] * (a.ndim - 1)
+        a = jnp.pad(a, widths, constant_values=fill)
+        out.append(a.reshape((-1, block) + a.shape[1:]))
+    return out
+
+
 def pool(f: Float[Array, "U K"], sets: RaggedSets) -> Float[Array, "N K"]:
     r"""Set representation, eq. (2) with :math:`\pi_k = 1/M_n`: the mean of a set's codes.
 
@@ -78,7 +109,8 @@ def pool(f: Float[Array, "U K"], sets: RaggedSets) -> Float[Array, "N K"]:
 
     Uses ``jax.ops.segment_sum`` with the static ``num_segments = N`` over sorted ids. In the
     shared-pool layout the codes of the ``U`` distinct vectors are gathered through
-    ``sets.members``.
+    ``sets.members`` block by block (:data:`BLOCK_SIZE` memberships at a time), so memory grows
+    with ``U * K``, never ``T * K``.
 
     Args:
         f: ``[U, K]`` codes of the vectors (``U = T`` in the disjoint layout).
@@ -87,25 +119,92 @@ def pool(f: Float[Array, "U K"], sets: RaggedSets) -> Float[Array, "N K"]:
     Returns:
         ``[N, K]`` set representations; each row is on the K-simplex when ``f``'s rows are.
     """
-    if sets.members is not None:
-        f = f[sets.members]
-    totals = jax.ops.segment_sum(
-        f, sets.set_ids, num_segments=sets.num_sets, indices_are_sorted=True
-    )
-    counts = jax.ops.segment_sum(
-        jnp.ones_like(sets.set_ids, dtype=f.dtype),
-        sets.set_ids,
-        num_segments=sets.num_sets,
-        indices_are_sorted=True,
-    )
-    # Every set is non-empty (checked at construction); the guard keeps padding segments finite.
-    return totals / jnp.maximum(counts, 1.0)[:, None]
+    n = sets.num_sets
+    if sets.members is None:
+        totals = jax.ops.segment_sum(f, sets.set_ids, n, indices_are_sorted=True)
+    else:
+        members, ids = _row_blocks([sets.members, sets.set_ids], [0, n], BLOCK_SIZE)
+
+        def add_block(totals, block):
+            m, i = block
+            return totals + jax.ops.segment_sum(f[m], i, n, indices_are_sorted=True), None
+
+        totals, _ = jax.lax.scan(add_block, jnp.zeros((n, f.shape[1]), f.dtype), (members, ids))
+    return totals / set_counts(sets)[:, None]
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(4,))
+def _soft_pool(x, set_ids, mu, log_beta, num_sets):
+    return _soft_pool_fwd(x, set_ids, mu, log_beta, num_sets)[0]
+
+
+def _soft_pool_fwd(x, set_ids, mu, log_beta, num_sets):
+    xb, ib = _row_blocks([x, set_ids], [0, num_sets], BLOCK_SIZE)
+
+    def add_block(totals, block):
+        f = _soft_codes(block[0], mu, log_beta)[0]
+        return totals + jax.ops.segment_sum(f, block[1], num_sets, indices_are_sorted=True), None
+
+    totals, _ = jax.lax.scan(add_block, jnp.zeros((num_sets, mu.shape[0]), x.dtype), (xb, ib))
+    counts = _counts(set_ids, num_sets, x.dtype)
+    return totals / counts[:, None], (x, set_ids, mu, log_beta, counts)
+
+
+def _soft_pool_bwd(num_sets, residuals, gz):
+    """Eqs. (11)-(15) block by block, recomputing the codes instead of storing ``T x K`` of them.
+
+    With ``s = f * (g - <f, g>)`` the gradient of ``L`` with respect to the logits
+    ``-beta_k ||x - mu_k||^2`` (``g`` the set's ``dL/dz / M_n``):
+    ``dL/dmu_k = 2 beta_k sum_x s_k (x - mu_k)`` and ``dL/dbeta_k = -sum_x s_k ||x - mu_k||^2``.
+    """
+    x, set_ids, mu, log_beta, counts = residuals
+    xb, ib = _row_blocks([x, set_ids], [0, num_sets], BLOCK_SIZE)
+    g = jnp.concatenate([gz / counts[:, None], jnp.zeros((1, gz.shape[1]), gz.dtype)])
+
+    def add_block(acc, block):
+        xblk, iblk = block
+        f, d2, inside = _soft_codes(xblk, mu, log_beta)
+        gt = g[iblk]
+        s = f * (gt - jnp.sum(f * gt, axis=1, keepdims=True))
+        s_mu = jnp.where(inside, s, 0.0)  # the clip at 0 has no gradient
+        sx, colsum, sd = acc
+        return (
+            sx + s_mu.T @ xblk,
+            colsum + jnp.sum(s_mu, axis=0),
+            sd + jnp.sum(s * d2, axis=0),
+        ), None
+
+    k, d = mu.shape
+    zeros = (jnp.zeros((k, d), x.dtype), jnp.zeros((k,), x.dtype), jnp.zeros((k,), x.dtype))
+    (sx, colsum, sd), _ = jax.lax.scan(add_block, zeros, (xb, ib))
+    beta = jnp.broadcast_to(jnp.exp(log_beta), (k,))
+    grad_mu = 2.0 * beta[:, None] * (sx - colsum[:, None] * mu)
+    grad_log_beta = -beta * sd
+    if jnp.ndim(log_beta) == 0:
+        grad_log_beta = jnp.sum(grad_log_beta)
+    return None, None, grad_mu, grad_log_beta
+
+
+_soft_pool.defvjp(_soft_pool_fwd, _soft_pool_bwd)
+
+
+def _soft_codes(x, mu, log_beta):
+    """Eq. (3) codes of a block, its clipped squared distances and where they are > 0."""
+    d2 = squared_distances(x, mu)
+    beta = jnp.reshape(jnp.exp(log_beta), (1, -1))  # [1, 1] or [1, K]
+    return jax.nn.softmax(-beta * d2, axis=1), d2, d2 > 0
 
 
 def encode_soft(
     sets: RaggedSets, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]
 ) -> Float[Array, "N K"]:
     """DPP set representation: eq. (3) codes pooled by eq. (2).
+
+    In the disjoint layout the codes are computed and pooled :data:`BLOCK_SIZE` vectors at a
+    time, and the gradient (a custom VJP implementing eqs. 11-15) recomputes them block by block,
+    so neither pass holds a ``T x K`` array. The vectors are treated as data: no gradient flows
+    to them. In the shared-pool layout the codes of the ``U`` distinct vectors are computed once
+    and pooled by :func:`pool`.
 
     Args:
         sets: ``N`` sets of ``D``-dimensional vectors.
@@ -115,11 +214,16 @@ def encode_soft(
     Returns:
         ``[N, K]`` representations on the simplex.
     """
+    if sets.members is None:
+        return _soft_pool(sets.vectors, sets.set_ids, mu, log_beta, sets.num_sets)
     return pool(soft_assignment(sets.vectors, mu, log_beta), sets)
 
 
 def encode_hard(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"]:
     """Standard prototype (bag-of-words) representation: eq. (1) codes pooled by eq. (2).
+
+    The nearest centre of each vector is found :data:`BLOCK_SIZE` vectors at a time and the
+    histograms are built by a scatter-add of counts, without ``T x K`` one-hot codes.
 
     Args:
         sets: ``N`` sets of ``D``-dimensional vectors.
@@ -128,4 +232,13 @@ def encode_hard(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"
     Returns:
         ``[N, K]`` normalised histograms of nearest centres.
     """
-    return pool(hard_assignment(sets.vectors, mu), sets)
+    nearest = jax.lax.map(
+        lambda x: jnp.argmin(squared_distances(x[None, :], mu)[0]),
+        sets.vectors,
+        batch_size=BLOCK_SIZE,
+    )
+    if sets.members is not None:
+        nearest = nearest[sets.members]
+    counts = jnp.zeros((sets.num_sets, mu.shape[0]), sets.vectors.dtype)
+    counts = counts.at[sets.set_ids, nearest].add(1.0)
+    return counts / set_counts(sets)[:, None]

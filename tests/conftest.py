@@ -18,6 +18,15 @@ def rng():
     return np.random.default_rng(20121)
 
 
+@pytest.fixture(params=[3, 2048], ids=["blocks-of-3", "one-block"])
+def block_size(request, monkeypatch):
+    """Runs the test with several encoder block sizes (3 forces padding and many blocks)."""
+    import dpp.encoding
+
+    monkeypatch.setattr(dpp.encoding, "BLOCK_SIZE", request.param)
+    return request.param
+
+
 @pytest.fixture
 def x64():
     """Runs the test with 64-bit floats (gradient checks need them)."""

@@ -30,7 +30,7 @@ def _naive_soft_codes(sets, mu, beta):
 
 
 @pytest.mark.parametrize("per_prototype", [False, True])
-def test_segment_sum_encoding_matches_naive_loop(rng, x64, per_prototype):
+def test_segment_sum_encoding_matches_naive_loop(rng, x64, block_size, per_prototype):
     sets = random_sets(rng, num_sets=9, dim=3)
     mu = rng.normal(size=(4, 3))
     log_beta = rng.normal(size=4) if per_prototype else np.float64(0.3)
@@ -91,7 +91,7 @@ def test_squared_distances_nonnegative_for_coincident_points():
     assert float(d[0, 0]) >= 0.0
 
 
-def test_shared_pool_layout_matches_disjoint(rng, x64):
+def test_shared_pool_layout_matches_disjoint(rng, x64, block_size):
     pool_vectors = rng.normal(size=(6, 3))
     members = np.array([0, 1, 2, 1, 2, 3, 3, 4, 5, 0])
     set_ids = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3])
@@ -109,3 +109,31 @@ def test_shared_pool_layout_matches_disjoint(rng, x64):
     np.testing.assert_allclose(
         np.asarray(pool(f, shared)), np.asarray(encode_soft(disjoint, mu, log_beta))
     )
+
+
+def test_hard_encoding_is_pooled_eq1(rng, block_size):
+    sets = random_sets(rng, num_sets=8, dim=3, dtype=np.float32)
+    mu = jnp.asarray(rng.normal(size=(5, 3)), dtype=jnp.float32)
+    expected = pool(hard_assignment(sets.vectors, mu), sets)
+    np.testing.assert_allclose(np.asarray(encode_hard(sets, mu)), np.asarray(expected), rtol=1e-6)
+
+
+@pytest.mark.parametrize("per_prototype", [False, True])
+def test_shared_pool_gradients_match_disjoint(rng, x64, block_size, per_prototype):
+    from dpp.likelihood import Params, objective
+
+    pool_vectors = rng.normal(size=(6, 2))
+    members = np.array([0, 1, 2, 1, 2, 3, 3, 4, 5, 0, 5])
+    set_ids = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3])
+    labels = np.eye(3)[[0, 1, 2, 0]]
+    shared = RaggedSets.from_flat(pool_vectors, set_ids, labels, members=members, dtype=jnp.float64)
+    disjoint = RaggedSets.from_flat(pool_vectors[members], set_ids, labels, dtype=jnp.float64)
+    params = Params(
+        jnp.asarray(rng.normal(size=(4, 2))),
+        jnp.asarray(rng.normal(size=4) * 0.2 if per_prototype else 0.1),
+        jnp.asarray(rng.normal(size=(4, 3))),
+    )
+    g_shared = jax.grad(objective)(params, shared, 0.1)
+    g_disjoint = jax.grad(objective)(params, disjoint, 0.1)
+    for a, b in zip(g_shared, g_disjoint, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)

@@ -29,7 +29,7 @@ def _params(rng, sets, k, per_prototype):
 @pytest.mark.parametrize(
     "prior", [BetaPrior(), BetaPrior("lognormal", 0.5, 2.0), BetaPrior("gamma", 2.0, 0.5)]
 )
-def test_autodiff_matches_closed_forms(rng, x64, per_prototype, prior):
+def test_autodiff_matches_closed_forms(rng, x64, block_size, per_prototype, prior):
     sets = random_sets(rng, num_sets=8, dim=3, num_classes=3, soft=True, weighted=True)
     params = _params(rng, sets, 4, per_prototype)
     auto = jax.grad(objective)(params, sets, L2, prior)
