@@ -12,6 +12,7 @@ figures named in ``cfg.figures``.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -19,25 +20,29 @@ from pathlib import Path
 
 import hydra
 import jax
+import jax.numpy as jnp
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 
 from dpp import plots
 from dpp.baselines.standard import fit_standard
-from dpp.datasets.base import Dataset, default_data_dir
+from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.init import kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.metrics import evaluate
-from dpp.model import FittedModel, fit_dpp
+from dpp.model import FittedModel, encode_hard_jit, fit_dpp
 from dpp.reporting import write_results
+from dpp.selection import select_l2
 from dpp.solvers.coordinate_ascent import FitSettings
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings
 from dpp.splits import prepare, split_indices
+from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
 
 OmegaConf.register_new_resolver("dpp_data_dir", lambda: str(default_data_dir()), replace=True)
+OmegaConf.register_new_resolver("dpp_cache_dir", lambda: str(default_cache_dir()), replace=True)
 
 
 # ---------------------------------------------------------------------- config -> settings
@@ -84,11 +89,12 @@ def fit_settings(model: DictConfig, optimizer: DictConfig, verbose: bool) -> Fit
 
 
 # ---------------------------------------------------------------------- methods
-def _fit_dpp(train, centres, model_cfg, cfg, key) -> FittedModel:
+def _fit_dpp(train, centres, model_cfg, cfg, key, l2) -> FittedModel:
+    settings = dataclasses.replace(fit_settings(model_cfg, cfg.optimizer, cfg.verbose), l2=l2)
     return fit_dpp(
         train,
         centres,
-        fit_settings(model_cfg, cfg.optimizer, cfg.verbose),
+        settings,
         key,
         mode=model_cfg.mode,
         beta_scale=model_cfg.beta_scale,
@@ -96,12 +102,13 @@ def _fit_dpp(train, centres, model_cfg, cfg, key) -> FittedModel:
     )
 
 
-def _fit_standard(train, centres, model_cfg, cfg, key) -> FittedModel:
-    del key
-    return fit_standard(train, centres, float(model_cfg.l2), theta_solver_settings(cfg.optimizer))
+def _fit_standard(train, centres, model_cfg, cfg, key, l2) -> FittedModel:
+    del key, model_cfg
+    return fit_standard(train, centres, l2, theta_solver_settings(cfg.optimizer))
 
 
-#: Fitters by ``model.name``: ``(train, kmeans centres, method config, root config, key)``.
+#: Fitters by ``model.name``: ``(train, k-means centres, method config, root config, key,
+#: lambda)``.
 METHODS: dict[str, Callable[..., FittedModel]] = {"dpp": _fit_dpp, "standard": _fit_standard}
 
 
@@ -134,6 +141,9 @@ def _figure1(out_dir, train, models, dataset, records):
 TRIAL_FIGURES = {"figure1": _figure1}
 RUN_FIGURES = {
     "loglik": lambda out, records, name: plots.loglik_bars(records, out / f"{name}.png"),
+    "figure2a": lambda out, records, name: plots.loglik_bars(
+        records, out / f"{name}.png", "Figure 2(a): MPEG-7 test log-likelihood"
+    ),
     "history": lambda out, records, name: plots.objective_histories(records, out / f"{name}.png"),
 }
 
@@ -151,6 +161,109 @@ def _output_dir(output_dir) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def _kmeans_cache(train, seed: int, kmeans_cfg):
+    """``centres(K) -> (centres, seconds)``: k-means once per distinct ``K`` in a trial."""
+    cache: dict[int, tuple[np.ndarray, float]] = {}
+
+    def centres(k: int) -> tuple[np.ndarray, float]:
+        if k not in cache:
+            t0 = time.perf_counter()
+            c = kmeans_centres(np.asarray(train.vectors), k, seed, **kmeans_cfg)
+            cache[k] = (c, time.perf_counter() - t0)
+        return cache[k]
+
+    return centres
+
+
+def _shared_l2(cfg, train, centres, seed) -> tuple[float | None, dict]:
+    """The trial's lambda when ``l2_selection.kind == cv`` (else ``None``: each method's own)."""
+    sel = cfg.l2_selection
+    if sel.kind == "fixed":
+        return None, {}
+    if sel.kind != "cv":
+        raise ValueError(f"unknown l2_selection.kind {sel.kind!r}; use fixed or cv")
+    mu = jnp.asarray(centres(cfg.model.K)[0], dtype=train.vectors.dtype)
+    t0 = time.perf_counter()
+    z = encode_hard_jit(train, mu)
+    l2, scores = select_l2(
+        z,
+        train.labels,
+        train.weights,
+        list(sel.grid),
+        sel.folds,
+        seed,
+        theta_solver_settings(cfg.optimizer),
+    )
+    info = {
+        "l2_grid": list(sel.grid),
+        "l2_cv_scores": scores.tolist(),
+        "l2_selection_seconds": time.perf_counter() - t0,
+    }
+    logger.info(
+        "lambda = %.3g by %d-fold CV on the training sets (scores %s)",
+        l2,
+        sel.folds,
+        np.round(scores, 4).tolist(),
+    )
+    return l2, info
+
+
+def _run_trial(cfg, dataset, methods, trial, records, out, header):
+    """Splits, fits every method, evaluates; appends one record per method and writes them."""
+    seed = cfg.seed + trial
+    train_idx, test_idx = split_indices(
+        np.asarray(dataset.sets.labels), seed=seed, **OmegaConf.to_container(cfg.dataset.split)
+    )
+    train, test = prepare(
+        dataset.sets.subset(train_idx),
+        dataset.sets.subset(test_idx),
+        standardize=cfg.dataset.standardize,
+        pca_components=cfg.dataset.pca_components,
+    )
+    centres = _kmeans_cache(train, seed, cfg.kmeans)
+    shared_l2, l2_info = _shared_l2(cfg, train, centres, seed)
+    models: dict[str, FittedModel] = {}
+    for name, mcfg in methods.items():
+        mu0, kmeans_seconds = centres(mcfg.K)
+        l2 = float(mcfg.l2) if shared_l2 is None else shared_l2
+        t0 = time.perf_counter()
+        model = METHODS[mcfg.name](train, mu0, mcfg, cfg, jax.random.key(seed), l2)
+        jax.block_until_ready(model.theta)
+        fit_seconds = time.perf_counter() - t0
+        metrics = evaluate(model.log_predictive(test), np.asarray(test.labels))
+        train_metrics = evaluate(model.log_predictive(train), np.asarray(train.labels))
+        records.append(
+            {
+                "trial": trial,
+                "seed": seed,
+                "method": name,
+                **metrics,
+                "train_accuracy": train_metrics["accuracy"],
+                "fit_seconds": fit_seconds,
+                "kmeans_seconds": kmeans_seconds,
+                "K": int(mcfg.K),
+                "l2": l2,
+                **l2_info,
+                "num_train": train.num_sets,
+                "num_test": test.num_sets,
+                "final_objective": float(model.history[-1]) if len(model.history) else None,
+                "objective_history": [float(v) for v in model.history],
+                "info": model.info,
+            }
+        )
+        models[name] = model
+        logger.info(
+            "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s",
+            trial,
+            name,
+            100 * metrics["accuracy"],
+            metrics["test_log_likelihood"],
+            fit_seconds,
+        )
+        write_results(out, header, records, "running")
+    return models, train
 
 
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
@@ -172,6 +285,9 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     for name in cfg.figures:
         if name not in TRIAL_FIGURES and name not in RUN_FIGURES:
             raise ValueError(f"unknown figure {name!r}")
+    for name in cfg.reports:
+        if name not in REPORTS:
+            raise ValueError(f"unknown report {name!r}; known: {sorted(REPORTS)}")
     start = time.perf_counter()
     methods = methods_of(cfg)
     dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader)
@@ -192,62 +308,9 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         "data_seconds": data_seconds,
     }
     records: list[dict] = []
-    split_cfg = OmegaConf.to_container(cfg.dataset.split)
     try:
         for trial in range(cfg.trials):
-            seed = cfg.seed + trial
-            train_idx, test_idx = split_indices(
-                np.asarray(dataset.sets.labels), seed=seed, **split_cfg
-            )
-            train, test = prepare(
-                dataset.sets.subset(train_idx),
-                dataset.sets.subset(test_idx),
-                standardize=cfg.dataset.standardize,
-                pca_components=cfg.dataset.pca_components,
-            )
-            centres: dict[int, tuple[np.ndarray, float]] = {}
-            models: dict[str, FittedModel] = {}
-            for name, mcfg in methods.items():
-                if mcfg.K not in centres:
-                    t0 = time.perf_counter()
-                    c = kmeans_centres(np.asarray(train.vectors), mcfg.K, seed, **cfg.kmeans)
-                    centres[mcfg.K] = (c, time.perf_counter() - t0)
-                t0 = time.perf_counter()
-                model = METHODS[mcfg.name](
-                    train, centres[mcfg.K][0], mcfg, cfg, jax.random.key(seed)
-                )
-                jax.block_until_ready(model.theta)
-                fit_seconds = time.perf_counter() - t0
-                metrics = evaluate(model.log_predictive(test), np.asarray(test.labels))
-                train_metrics = evaluate(model.log_predictive(train), np.asarray(train.labels))
-                records.append(
-                    {
-                        "trial": trial,
-                        "seed": seed,
-                        "method": name,
-                        **metrics,
-                        "train_accuracy": train_metrics["accuracy"],
-                        "fit_seconds": fit_seconds,
-                        "kmeans_seconds": centres[mcfg.K][1],
-                        "K": int(mcfg.K),
-                        "l2": float(mcfg.l2),
-                        "num_train": train.num_sets,
-                        "num_test": test.num_sets,
-                        "final_objective": float(model.history[-1]) if len(model.history) else None,
-                        "objective_history": [float(v) for v in model.history],
-                        "info": model.info,
-                    }
-                )
-                models[name] = model
-                logger.info(
-                    "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s",
-                    trial,
-                    name,
-                    100 * metrics["accuracy"],
-                    metrics["test_log_likelihood"],
-                    fit_seconds,
-                )
-                write_results(out, header, records, "running")
+            models, train = _run_trial(cfg, dataset, methods, trial, records, out, header)
             if trial == 0:
                 for name in cfg.figures:
                     if name in TRIAL_FIGURES:
@@ -268,5 +331,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     results = write_results(
         out, header, records, "complete", wall_seconds=time.perf_counter() - start
     )
+    for name in cfg.reports:
+        filename, build = REPORTS[name]
+        (out / filename).write_text(build(results))
     logger.info("results in %s", out)
     return results

@@ -24,8 +24,8 @@ from dpp.solvers.minibatch import AdamSettings, batch_capacity
 
 MODES = ("coordinate_ascent", "joint")
 
-_encode_soft = jax.jit(encode_soft)
-_encode_hard = jax.jit(encode_hard)
+encode_soft_jit = jax.jit(encode_soft)
+encode_hard_jit = jax.jit(encode_hard)
 _log_predictive = jax.jit(log_predictive)
 
 
@@ -53,8 +53,8 @@ class FittedModel:
     def encode(self, sets: RaggedSets) -> Float[Array, "N K"]:
         """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1)."""
         if self.log_beta is None:
-            return _encode_hard(sets, self.mu)
-        return _encode_soft(sets, self.mu, self.log_beta)
+            return encode_hard_jit(sets, self.mu)
+        return encode_soft_jit(sets, self.mu, self.log_beta)
 
     def log_predictive(self, sets: RaggedSets) -> Float[Array, "N C"]:
         """``[N, C]`` log class probabilities of eq. (16) for each set."""

@@ -95,7 +95,7 @@ def _classifier_step(theta0, z, labels, weights, l2, solver: LBFGSSettings) -> M
     )
 
 
-@functools.partial(jax.jit, static_argnames=("l2", "solver"))
+@functools.partial(jax.jit, static_argnames=("solver",))
 def fit_classifier(
     z: Float[Array, "N K"],
     labels: Float[Array, "N C"],

@@ -1,0 +1,102 @@
+"""Choice of the ridge ``lambda`` by cross-validation on the training sets only.
+
+The Theta-step is a convex problem on fixed codes ``z``, so the selection fits the softmax
+classifier of eq. (16) on the codes of a fixed encoder (the k-means hard codes of the standard
+prototype, by default) for every ``lambda`` of a grid and every fold, and keeps the ``lambda``
+with the highest mean validation log-likelihood per set. The test sets are never seen.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+from sklearn.model_selection import KFold, StratifiedKFold
+
+from dpp.classifier import log_predictive
+from dpp.solvers.coordinate_ascent import fit_classifier
+from dpp.solvers.lbfgs import LBFGSSettings
+
+
+def cv_folds(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``folds`` (train, validation) index pairs.
+
+    Stratified on the label argmax when every class has at least ``folds`` sets, else plain
+    shuffled folds.
+
+    Raises:
+        ValueError: if ``folds < 2`` or there are fewer sets than folds.
+    """
+    labels = np.asarray(labels)
+    if folds < 2 or labels.shape[0] < folds:
+        raise ValueError(f"cross-validation needs 2 <= folds <= N, got folds={folds}")
+    strata = np.argmax(labels, axis=1)
+    counts = np.bincount(strata)
+    if np.all(counts[counts > 0] >= folds):
+        splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
+        return list(splitter.split(np.zeros(len(strata)), strata))
+    return list(KFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(strata))))
+
+
+def cv_scores(
+    z: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    grid: list[float],
+    folds: int,
+    seed: int,
+    solver: LBFGSSettings,
+) -> np.ndarray:
+    """Mean validation log-likelihood per set of the Theta-step for every ``lambda``.
+
+    Args:
+        z: ``[N, K]`` training codes.
+        labels: ``[N, C]`` soft labels.
+        weights: ``[N]`` per-set weights of the training objective.
+        grid: candidate ``lambda`` values (>= 0).
+        folds: number of folds.
+        seed: fold assignment seed.
+        solver: Theta-step solver.
+
+    Returns:
+        ``[len(grid)]`` mean over folds of the validation log-likelihood per set (nats).
+    """
+    z, labels, weights = (jnp.asarray(a) for a in (z, labels, weights))
+    scores = np.zeros(len(grid))
+    for train_idx, val_idx in cv_folds(np.asarray(labels), folds, seed):
+        theta0 = jnp.zeros((z.shape[1], labels.shape[1]), z.dtype)
+        for i, l2 in enumerate(grid):
+            theta = fit_classifier(
+                z[train_idx], labels[train_idx], weights[train_idx], theta0, float(l2), solver
+            )
+            log_p = log_predictive(z[val_idx], theta)
+            scores[i] += float(jnp.mean(jnp.sum(labels[val_idx] * log_p, axis=1))) / folds
+    return scores
+
+
+def select_l2(
+    z: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    grid: list[float],
+    folds: int,
+    seed: int,
+    solver: LBFGSSettings,
+) -> tuple[float, np.ndarray]:
+    """The ``lambda`` of ``grid`` with the best cross-validated log-likelihood (ties: larger).
+
+    ``lambda`` applies to the summed likelihood of the folds' training parts, which hold
+    ``(folds - 1) / folds`` of the sets; it is rescaled by ``folds / (folds - 1)`` before it is
+    returned, so that it means the same strength on the whole training part.
+
+    Returns:
+        ``(lambda, scores)`` with the scores of :func:`cv_scores`.
+
+    Raises:
+        ValueError: for an empty grid or a negative value.
+    """
+    grid = [float(g) for g in grid]
+    if not grid or min(grid) < 0:
+        raise ValueError("the lambda grid must be a non-empty list of values >= 0")
+    scores = cv_scores(z, labels, weights, grid, folds, seed, solver)
+    best = max(range(len(grid)), key=lambda i: (scores[i], grid[i]))
+    return grid[best] * folds / (folds - 1), scores
