@@ -8,8 +8,9 @@ from pathlib import Path
 
 from dpp.sets import RaggedSets
 
-#: Environment variable naming the data directory.
+#: Environment variables naming the data directory and the feature cache directory.
 DATA_DIR_ENV = "DPP_DATA_DIR"
+CACHE_DIR_ENV = "DPP_CACHE_DIR"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -36,6 +37,12 @@ def default_data_dir() -> Path:
     if env:
         return Path(env).expanduser()
     return (_REPO_ROOT.parent / "shared" / "data").resolve()
+
+
+def default_cache_dir() -> Path:
+    """``$DPP_CACHE_DIR`` if set, else ``.cache`` in the repository (ignored by git)."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    return Path(env).expanduser() if env else _REPO_ROOT / ".cache"
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None, subdir: str) -> Path:
