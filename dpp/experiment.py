@@ -17,14 +17,18 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 import hydra
 import jax
 import jax.numpy as jnp
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
+from sklearn.pipeline import Pipeline
 
-from dpp import plots
+from dpp import discovery, plots
+from dpp.baselines.class_prior import fit_class_prior
+from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.init import kmeans_centres
@@ -33,6 +37,7 @@ from dpp.metrics import evaluate
 from dpp.model import FittedModel, encode_hard_jit, fit_dpp
 from dpp.reporting import write_results
 from dpp.selection import select_l2
+from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import FitSettings
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings
@@ -107,9 +112,33 @@ def _fit_standard(train, centres, model_cfg, cfg, key, l2) -> FittedModel:
     return fit_standard(train, centres, l2, theta_solver_settings(cfg.optimizer))
 
 
+def _fit_infoloss(train, centres, model_cfg, cfg, key, l2) -> FittedModel:
+    del key
+    settings = InfoLossSettings(
+        beta_scale=model_cfg.beta_scale,
+        gamma_scale=model_cfg.gamma_scale,
+        max_rounds=model_cfg.max_rounds,
+        tol=model_cfg.tol,
+        centre_solver=dataclasses.replace(
+            theta_solver_settings(cfg.optimizer), max_iter=model_cfg.centre_max_iter
+        ),
+    )
+    return fit_infoloss(train, centres, l2, theta_solver_settings(cfg.optimizer), settings)
+
+
+def _fit_class_prior(train, centres, model_cfg, cfg, key, l2) -> FittedModel:
+    del model_cfg, cfg, key, l2
+    return fit_class_prior(train, centres)
+
+
 #: Fitters by ``model.name``: ``(train, k-means centres, method config, root config, key,
 #: lambda)``.
-METHODS: dict[str, Callable[..., FittedModel]] = {"dpp": _fit_dpp, "standard": _fit_standard}
+METHODS: dict[str, Callable[..., FittedModel]] = {
+    "dpp": _fit_dpp,
+    "standard": _fit_standard,
+    "infoloss": _fit_infoloss,
+    "class_prior": _fit_class_prior,
+}
 
 
 def methods_of(cfg: DictConfig) -> dict[str, DictConfig]:
@@ -129,20 +158,52 @@ def methods_of(cfg: DictConfig) -> dict[str, DictConfig]:
 
 
 # ---------------------------------------------------------------------- figures
-def _figure1(out_dir, train, models, dataset, records):
-    if "dpp" not in models or "standard" not in models:
+class Trial(NamedTuple):
+    """What a trial leaves for the first-trial figures and reports."""
+
+    train: RaggedSets
+    test: RaggedSets
+    models: dict[str, FittedModel]
+    transform: Pipeline | None  # the fitted preprocessing (None: identity)
+
+
+def _figure1(out_dir, trial: Trial, dataset: Dataset):
+    if "dpp" not in trial.models or "standard" not in trial.models:
         raise ValueError("figure1 needs both the dpp model and the standard baseline")
     plots.figure1(
-        train, models["standard"], models["dpp"], out_dir / "figure1.png", dataset.class_names
+        trial.train,
+        trial.models["standard"],
+        trial.models["dpp"],
+        out_dir / "figure1.png",
+        dataset.class_names,
     )
 
 
-#: Figures drawn from the first trial's models (``figure1``) or from all records.
-TRIAL_FIGURES = {"figure1": _figure1}
+def _prototypes(out_dir, trial: Trial, dataset: Dataset):
+    if "dpp" not in trial.models:
+        raise ValueError("the prototypes report needs the dpp model")
+    model = trial.models["dpp"]
+    centres = np.asarray(model.mu, np.float64)
+    if trial.transform is not None:
+        centres = trial.transform.inverse_transform(centres)
+    if dataset.decode_vectors is not None:
+        centres = dataset.decode_vectors(centres)
+    features = dataset.feature_names or tuple(f"x{d}" for d in range(centres.shape[1]))
+    z_train = np.asarray(model.encode(trial.train))
+    discovery.write_prototype_report(
+        out_dir, centres, np.asarray(model.theta), z_train, features, dataset.class_names
+    )
+
+
+#: Figures and reports drawn from the first trial's models.
+TRIAL_FIGURES = {"figure1": _figure1, "prototypes": _prototypes}
 RUN_FIGURES = {
     "loglik": lambda out, records, name: plots.loglik_bars(records, out / f"{name}.png"),
     "figure2a": lambda out, records, name: plots.loglik_bars(
         records, out / f"{name}.png", "Figure 2(a): MPEG-7 test log-likelihood"
+    ),
+    "figure2b": lambda out, records, name: plots.loglik_bars(
+        records, out / f"{name}.png", "Figure 2(b): Indian Pines test log-likelihood"
     ),
     "history": lambda out, records, name: plots.objective_histories(records, out / f"{name}.png"),
 }
@@ -216,11 +277,15 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header):
     train_idx, test_idx = split_indices(
         np.asarray(dataset.sets.labels), seed=seed, **OmegaConf.to_container(cfg.dataset.split)
     )
-    train, test = prepare(
+    fit_vectors = None
+    if dataset.anchors is not None:
+        fit_vectors = np.asarray(dataset.sets.vectors)[dataset.anchors[train_idx]]
+    train, test, transform = prepare(
         dataset.sets.subset(train_idx),
         dataset.sets.subset(test_idx),
         standardize=cfg.dataset.standardize,
         pca_components=cfg.dataset.pca_components,
+        fit_vectors=fit_vectors,
     )
     centres = _kmeans_cache(train, seed, cfg.kmeans)
     shared_l2, l2_info = _shared_l2(cfg, train, centres, seed)
@@ -263,7 +328,7 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header):
             fit_seconds,
         )
         write_results(out, header, records, "running")
-    return models, train
+    return Trial(train, test, models, transform)
 
 
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
@@ -310,11 +375,11 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     records: list[dict] = []
     try:
         for trial in range(cfg.trials):
-            models, train = _run_trial(cfg, dataset, methods, trial, records, out, header)
+            done = _run_trial(cfg, dataset, methods, trial, records, out, header)
             if trial == 0:
                 for name in cfg.figures:
                     if name in TRIAL_FIGURES:
-                        TRIAL_FIGURES[name](out, train, models, dataset, records)
+                        TRIAL_FIGURES[name](out, done, dataset)
     except BaseException as err:
         write_results(
             out,

@@ -42,8 +42,11 @@ def kl_bits(log_probs: np.ndarray, labels: np.ndarray) -> float:
         Mean Kullback-Leibler divergence of the empirical from the predictive distribution.
     """
     labels = np.asarray(labels, dtype=np.float64)
-    safe = np.where(labels > 0, labels, 1.0)
-    kl = np.sum(np.where(labels > 0, labels * (np.log(safe) - log_probs), 0.0), axis=1)
+    present = labels > 0
+    safe = np.where(present, labels, 1.0)
+    kl = np.sum(
+        np.where(present, labels * (np.log(safe) - np.where(present, log_probs, 0.0)), 0.0), axis=1
+    )
     return float(np.mean(kl) / np.log(2.0))
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+import numpy as np
 
 from dpp.sets import RaggedSets
 
@@ -23,12 +26,21 @@ class Dataset:
         sets: the ``N`` sets with labels.
         class_names: ``C`` names of the classes.
         info: descriptive scalars (counts, extraction parameters, ...), written to results.json.
+        anchors: optional ``[N]`` index into ``sets.vectors`` of the vector that *is* each set's
+            own item (a windowed pixel's spectrum); preprocessing statistics are then fitted on
+            the anchors of the training sets only, not on every vector of their windows.
+        feature_names: optional ``D`` names of the vector components.
+        decode_vectors: optional map from ``[*, D]`` loader vectors (before the per-split
+            standardisation) back to the original units, for reports.
     """
 
     name: str
     sets: RaggedSets
     class_names: tuple[str, ...]
     info: dict = dataclasses.field(default_factory=dict)
+    anchors: np.ndarray | None = None
+    feature_names: tuple[str, ...] = ()
+    decode_vectors: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 def default_data_dir() -> Path:
