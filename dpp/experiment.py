@@ -6,8 +6,10 @@ numerics receive typed keyword arguments and frozen settings dataclasses.
 A run: load the dataset; for each trial ``t`` (seed ``cfg.seed + t``) split the sets, fit the
 preprocessing on the training part, run k-means once per distinct ``K``, fit the primary model
 (``cfg.model``) and every baseline (``cfg.baselines``) on the same split, evaluate them on the test
-sets and write ``results.json``/``results.csv``/``table.md`` after each fit; at the end, the
-figures named in ``cfg.figures``.
+sets and write ``results.json``/``results.csv``/``table.md`` after each fit. The first trial's
+models feed the trial figures and reports (``figure1``, ``prototypes``); at the end come the
+run figures (``cfg.figures``) and the paper tables (``cfg.reports``), built from the results
+alone.
 """
 
 from __future__ import annotations
@@ -355,25 +357,25 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
             raise ValueError(f"unknown report {name!r}; known: {sorted(REPORTS)}")
     start = time.perf_counter()
     methods = methods_of(cfg)
-    dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader)
-    data_seconds = time.perf_counter() - start
-    logger.info(
-        "dataset %s: %d sets, %d classes (%.1f s)",
-        dataset.name,
-        dataset.sets.num_sets,
-        dataset.sets.num_classes,
-        data_seconds,
-    )
     header = {
         "experiment": cfg.name,
         "dataset": cfg.dataset.name,
-        "dataset_info": dataset.info,
         "methods": list(methods),
         "num_trials": cfg.trials,
-        "data_seconds": data_seconds,
     }
     records: list[dict] = []
     try:
+        # a partial, called here, so that the loader's own errors reach the user unwrapped
+        dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
+        header["data_seconds"] = time.perf_counter() - start
+        header["dataset_info"] = dataset.info
+        logger.info(
+            "dataset %s: %d sets, %d classes (%.1f s)",
+            dataset.name,
+            dataset.sets.num_sets,
+            dataset.sets.num_classes,
+            header["data_seconds"],
+        )
         for trial in range(cfg.trials):
             done = _run_trial(cfg, dataset, methods, trial, records, out, header)
             if trial == 0:

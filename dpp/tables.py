@@ -15,11 +15,33 @@ PAPER_TABLE1 = {
 }
 
 
-def _paired(results: dict, metric: str, a: str = "dpp", b: str = "standard") -> list[float]:
+def paired_differences(
+    results: dict, metric: str, a: str = "dpp", b: str = "standard"
+) -> list[float]:
+    """Per-trial ``metric(a) - metric(b)`` for the trials where both methods ran, by trial."""
     by_trial: dict[int, dict[str, float]] = {}
     for r in results["trials"]:
         by_trial.setdefault(r["trial"], {})[r["method"]] = r[metric]
     return [v[a] - v[b] for _, v in sorted(by_trial.items()) if a in v and b in v]
+
+
+def _accuracy_rows(summary: dict, paper: dict, two_stderr: bool) -> list[str]:
+    """Table rows: this run's accuracy (± 1 sd or ± 2 s.e.) beside the paper's."""
+    rows = []
+    for key, (label, mean, width) in paper.items():
+        if key in summary:
+            acc = summary[key]["accuracy"]
+            spread = acc["std"]
+            if two_stderr:
+                spread = None if acc["stderr"] is None else 2 * acc["stderr"]
+            ours = f"{100 * acc['mean']:.2f}" + (
+                f" ± {100 * spread:.2f}" if spread is not None else ""
+            )
+            n = str(acc["n"])
+        else:
+            ours, n = "not run", "-"
+        rows.append(f"| {label} | {ours} | {n} | {mean:.2f} ± {width:.2f} |")
+    return rows
 
 
 def table1(results: dict) -> str:
@@ -41,16 +63,9 @@ def table1(results: dict) -> str:
         "| method | this run (%) | trials | paper (%) |",
         "|---|---|---|---|",
     ]
-    for key, (label, mean, sd) in PAPER_TABLE1.items():
-        if key in summary:
-            acc = summary[key]["accuracy"]
-            spread = f" ± {100 * acc['std']:.2f}" if acc["std"] is not None else ""
-            ours, n = f"{100 * acc['mean']:.2f}{spread}", str(acc["n"])
-        else:
-            ours, n = "not run", "-"
-        lines.append(f"| {label} | {ours} | {n} | {mean:.2f} ± {sd:.2f} |")
-    acc_diff = _paired(results, "accuracy")
-    ll_diff = _paired(results, "test_log_likelihood")
+    lines += _accuracy_rows(summary, PAPER_TABLE1, two_stderr=False)
+    acc_diff = paired_differences(results, "accuracy")
+    ll_diff = paired_differences(results, "test_log_likelihood")
     if acc_diff:
         wins = sum(d > 0 for d in acc_diff)
         lines += [
@@ -114,20 +129,13 @@ def table2(results: dict) -> str:
         "| method | Indian Pines, this run (%) | partitions | SPECTRAL, paper (%) |",
         "|---|---|---|---|",
     ]
-    for key, (label, mean, se2) in PAPER_TABLE2.items():
-        if key in summary:
-            acc = summary[key]["accuracy"]
-            spread = f" ± {200 * acc['stderr']:.2f}" if acc["stderr"] is not None else ""
-            ours, n = f"{100 * acc['mean']:.2f}{spread}", str(acc["n"])
-        else:
-            ours, n = "not run", "-"
-        lines.append(f"| {label} | {ours} | {n} | {mean:.2f} ± {se2:.2f} |")
+    lines += _accuracy_rows(summary, PAPER_TABLE2, two_stderr=True)
     lines += _paired_lines(results, "standard") + _paired_lines(results, "infoloss")
     return "\n".join(lines) + "\n"
 
 
 def _paired_lines(results: dict, other: str) -> list[str]:
-    diff = _paired(results, "accuracy", b=other)
+    diff = paired_differences(results, "accuracy", b=other)
     if not diff:
         return []
     stats = describe(diff)

@@ -112,3 +112,11 @@ def test_failed_run_keeps_finished_trials(tmp_path):
     on_disk = json.loads((tmp_path / "results.json").read_text())
     assert on_disk["status"] == "failed" and "k-means" in on_disk["error"]
     assert [r["method"] for r in on_disk["trials"]] == ["dpp"]
+
+
+def test_missing_data_is_reported_in_results(tmp_path):
+    cfg = _compose(["dataset=mpeg7", f"data_dir={tmp_path / 'nowhere'}"])
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        run(cfg, output_dir=tmp_path / "run")
+    on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert on_disk["status"] == "failed" and "nowhere" in on_disk["error"] and on_disk["trials"] == []
