@@ -36,12 +36,19 @@ WORKCLASSES = (
 LOG_COLUMNS = ("capital-gain", "capital-loss")
 
 
+INCOMES = ("<=50K", ">50K")
+
+
 def read_records(folder) -> pd.DataFrame:
     """Both ADULT files as one frame, with a ``source`` column (``data`` or ``test``).
 
+    Every record is checked: 15 non-empty fields, numbers in the six continuous columns, a known
+    workclass (or ``?``) and an income of ``<=50K`` or ``>50K`` (``adult.test`` adds a ``.``).
+
     Raises:
         FileNotFoundError: naming a missing file.
-        ValueError: if a file does not parse into the 15 documented columns.
+        ValueError: naming the file, the line and the problem of the first corrupt record (a
+            line cut short, a field that is not a number, an unknown label value).
     """
     frames = []
     for name, skip in (("adult.data", 0), ("adult.test", 1)):
@@ -50,14 +57,46 @@ def read_records(folder) -> pd.DataFrame:
             raise FileNotFoundError(f"ADULT file not found: {path}")
         frame = pd.read_csv(
             path, header=None, names=list(COLUMNS), skipinitialspace=True, skiprows=skip,
-            na_values=[], keep_default_na=False,
-        )  # fmt: skip
-        if frame.shape[1] != len(COLUMNS) or frame[list(CONTINUOUS)].isna().any().any():
-            raise ValueError(f"{path} does not parse into the {len(COLUMNS)} ADULT columns")
+            dtype=str, keep_default_na=False, na_values=[], skip_blank_lines=False,
+            on_bad_lines="error",
+        ).fillna("")  # fmt: skip
+        line = np.arange(len(frame)) + skip + 1  # 1-based line numbers in the file
+        blank = (frame == "").all(axis=1).to_numpy()
+        frame, line = frame[~blank].reset_index(drop=True), line[~blank]
+        _check_records(frame, line, path)
+        for column in CONTINUOUS:
+            frame[column] = frame[column].astype(np.float64)
         frame["income"] = frame["income"].str.rstrip(".")
         frame["source"] = name.split(".")[1]
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def _check_records(frame: pd.DataFrame, line: np.ndarray, path) -> None:
+    """Raises ``ValueError`` naming the file and line of the first corrupt record."""
+
+    def fail(row: int, problem: str):
+        raise ValueError(f"{path}, line {int(line[row])}: {problem}")
+
+    missing = (frame == "").to_numpy()
+    if missing.any():
+        row, col = np.argwhere(missing)[0]
+        fail(row, f"record cut short or empty field: no value for {COLUMNS[col]!r}")
+    for column in CONTINUOUS:
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = ~np.isfinite(values.to_numpy(dtype=np.float64))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            fail(row, f"{column!r} is not a number: {frame[column].iloc[row]!r}")
+    income = frame["income"].str.rstrip(".")
+    bad = ~income.isin(INCOMES).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        fail(row, f"unknown income {frame['income'].iloc[row]!r}; expected one of {INCOMES}")
+    bad = ~frame["workclass"].isin((*WORKCLASSES, "?")).to_numpy()
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        fail(row, f"unknown workclass {frame['workclass'].iloc[row]!r}")
 
 
 def group_records(records: pd.DataFrame, log_capital: bool = True):
