@@ -21,23 +21,33 @@ from dpp.sets import RaggedSets
 #: (2048 was fastest at the MPEG-7 size in ``scripts/bench.py``).
 BLOCK_SIZE = 2048
 
+#: Cap on ``log beta`` inside the encoder (``beta <= e^60 ~ 1e26``): codes are one-hot to working
+#: precision long before, and ``exp`` stays finite in float32 (whose limit is ``e^88``).
+LOG_BETA_MAX = 60.0
+
 
 def squared_distances(x: Float[Array, "U D"], mu: Float[Array, "K D"]) -> Float[Array, "U K"]:
     """Squared Euclidean distances ``||mu_k - x||^2`` as a matmul, clipped at 0.
 
-    Computed as ``||x||^2 - 2 x.mu + ||mu||^2``; the clip removes the small negative values that
-    cancellation leaves for near-coincident points.
+    Computed as ``||x - c||^2 - 2 (x - c).(mu - c) + ||mu - c||^2`` with ``c`` the mean of the
+    prototypes (a constant for differentiation): the identity holds for any ``c``, and centring
+    keeps the digits of the differences when the data sit far from the origin (features offset by
+    1e6 lose every digit in float32 without it). The clip removes the small negative values that
+    rounding leaves for near-coincident points.
 
     Args:
         x: ``[U, D]`` float vectors.
         mu: ``[K, D]`` prototypes (centres), same dtype.
 
     Returns:
-        ``[U, K]`` non-negative squared distances.
+        ``[U, K]`` non-negative squared distances, finite for finite inputs whose distances do
+        not overflow the dtype.
     """
-    x2 = jnp.sum(x * x, axis=1, keepdims=True)
-    mu2 = jnp.sum(mu * mu, axis=1)[None, :]
-    return jnp.maximum(x2 - 2.0 * (x @ mu.T) + mu2, 0.0)
+    c = jax.lax.stop_gradient(jnp.mean(mu, axis=0, keepdims=True))  # [1, D]
+    xc, mc = x - c, mu - c
+    x2 = jnp.sum(xc * xc, axis=1, keepdims=True)
+    mu2 = jnp.sum(mc * mc, axis=1)[None, :]
+    return jnp.maximum(x2 - 2.0 * (xc @ mc.T) + mu2, 0.0)
 
 
 def soft_assignment(
@@ -47,8 +57,12 @@ def soft_assignment(
 
     .. math:: f_k(x) = \frac{\exp(-\beta_k \|\mu_k - x\|^2)}{\sum_j \exp(-\beta_j \|\mu_j - x\|^2)}
 
-    The softmax subtracts the row maximum (log-sum-exp), so a large ``beta`` gives the one-hot
-    nearest centre of eq. (1) without overflow or NaN gradients.
+    Finite for every finite input and every ``log_beta``: ``beta`` is capped at
+    :data:`LOG_BETA_MAX` (beyond it the codes are one-hot to working precision anyway); with a
+    shared ``beta`` the logits are ``-beta (d^2 - min_k d^2)``, so the nearest centre's logit is
+    exactly 0 and a vector far from every prototype gets the one-hot code of eq. (1) instead of
+    ``inf - inf``; per-prototype logits are floored at ``-finfo.max / 4``. A large ``beta`` thus
+    gives the one-hot nearest centre of eq. (1) without overflow or NaN gradients.
 
     Args:
         x: ``[U, D]`` float vectors.
@@ -158,6 +172,7 @@ def _soft_pool_bwd(num_sets, residuals, gz):
     ``dL/dmu_k = 2 beta_k sum_x s_k (x - mu_k)`` and ``dL/dbeta_k = -sum_x s_k ||x - mu_k||^2``.
     """
     x, set_ids, mu, log_beta, counts = residuals
+    c = jnp.mean(mu, axis=0, keepdims=True)  # [1, D]: centring keeps the digits of x - mu
     xb, ib = _row_blocks([x, set_ids], [0, num_sets], BLOCK_SIZE)
     g = jnp.concatenate([gz / counts[:, None], jnp.zeros((1, gz.shape[1]), gz.dtype)])
 
@@ -169,7 +184,7 @@ def _soft_pool_bwd(num_sets, residuals, gz):
         s_mu = jnp.where(inside, s, 0.0)  # the clip at 0 has no gradient
         sx, colsum, sd = acc
         return (
-            sx + s_mu.T @ xblk,
+            sx + s_mu.T @ (xblk - c),
             colsum + jnp.sum(s_mu, axis=0),
             sd + jnp.sum(s * d2, axis=0),
         ), None
@@ -177,9 +192,9 @@ def _soft_pool_bwd(num_sets, residuals, gz):
     k, d = mu.shape
     zeros = (jnp.zeros((k, d), x.dtype), jnp.zeros((k,), x.dtype), jnp.zeros((k,), x.dtype))
     (sx, colsum, sd), _ = jax.lax.scan(add_block, zeros, (xb, ib))
-    beta = jnp.broadcast_to(jnp.exp(log_beta), (k,))
-    grad_mu = 2.0 * beta[:, None] * (sx - colsum[:, None] * mu)
-    grad_log_beta = -beta * sd
+    beta = jnp.broadcast_to(_beta(log_beta, x.dtype), (k,))
+    grad_mu = 2.0 * beta[:, None] * (sx - colsum[:, None] * (mu - c))
+    grad_log_beta = jnp.where(log_beta < LOG_BETA_MAX, -beta * sd, 0.0)
     if jnp.ndim(log_beta) == 0:
         grad_log_beta = jnp.sum(grad_log_beta)
     return None, None, grad_mu, grad_log_beta
@@ -188,11 +203,20 @@ def _soft_pool_bwd(num_sets, residuals, gz):
 _soft_pool.defvjp(_soft_pool_fwd, _soft_pool_bwd)
 
 
+def _beta(log_beta, dtype):
+    """``exp(log_beta)`` capped at ``exp(LOG_BETA_MAX)`` so that it stays finite."""
+    return jnp.exp(jnp.minimum(log_beta, LOG_BETA_MAX)).astype(dtype)
+
+
 def _soft_codes(x, mu, log_beta):
     """Eq. (3) codes of a block, its clipped squared distances and where they are > 0."""
     d2 = squared_distances(x, mu)
-    beta = jnp.reshape(jnp.exp(log_beta), (1, -1))  # [1, 1] or [1, K]
-    return jax.nn.softmax(-beta * d2, axis=1), d2, d2 > 0
+    beta = jnp.reshape(_beta(log_beta, d2.dtype), (1, -1))  # [1, 1] or [1, K]
+    if jnp.ndim(log_beta) == 0:
+        logits = -beta * (d2 - jnp.min(d2, axis=1, keepdims=True))
+    else:
+        logits = jnp.maximum(-beta * d2, -jnp.finfo(d2.dtype).max / 4)
+    return jax.nn.softmax(logits, axis=1), d2, d2 > 0
 
 
 def encode_soft(
@@ -242,3 +266,16 @@ def encode_hard(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"
     counts = jnp.zeros((sets.num_sets, mu.shape[0]), sets.vectors.dtype)
     counts = counts.at[sets.set_ids, nearest].add(1.0)
     return counts / set_counts(sets)[:, None]
+
+
+def max_codes(
+    x: Float[Array, "U D"], mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]
+) -> Float[Array, " U"]:
+    """``[U]`` largest eq. (3) code of each vector, :data:`BLOCK_SIZE` vectors at a time.
+
+    A value of 1 to working precision means the code is one-hot (saturated): the gradients of
+    eqs. (11)-(15) vanish for that vector. Used to tell a fit that stalled in saturated codes.
+    """
+    (xb,) = _row_blocks([x], [0], BLOCK_SIZE)
+    blocks = jax.lax.map(lambda blk: jnp.max(_soft_codes(blk, mu, log_beta)[0], axis=1), xb)
+    return blocks.reshape(-1)[: x.shape[0]]

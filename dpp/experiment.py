@@ -89,6 +89,8 @@ def fit_settings(model: DictConfig, optimizer: DictConfig, verbose: bool) -> Fit
         prior=BetaPrior(**OmegaConf.to_container(model.beta_prior)),
         max_rounds=model.max_rounds,
         tol=model.tol,
+        beta_step_limit=model.beta_step_limit,
+        patience=model.patience,
         theta_solver=theta_solver_settings(optimizer),
         prototype_solver=prototype_solver_settings(optimizer),
         verbose=verbose,
@@ -106,6 +108,7 @@ def _fit_dpp(train, centres, model_cfg, cfg, key, l2) -> FittedModel:
         mode=model_cfg.mode,
         beta_scale=model_cfg.beta_scale,
         per_prototype_beta=model_cfg.per_prototype_beta,
+        validation_fraction=model_cfg.validation_fraction,
     )
 
 
@@ -185,7 +188,7 @@ def _prototypes(out_dir, trial: Trial, dataset: Dataset):
     if "dpp" not in trial.models:
         raise ValueError("the prototypes report needs the dpp model")
     model = trial.models["dpp"]
-    centres = np.asarray(model.mu, np.float64)
+    centres = model.prototypes
     if trial.transform is not None:
         centres = trial.transform.inverse_transform(centres)
     if dataset.decode_vectors is not None:

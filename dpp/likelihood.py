@@ -18,6 +18,7 @@ import dataclasses
 from typing import NamedTuple
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from dpp.classifier import log_predictive
@@ -64,6 +65,18 @@ class BetaPrior:
             raise ValueError("beta prior scale must be positive")
         if self.kind == "gamma" and self.loc <= 0:
             raise ValueError("gamma prior shape (loc) must be positive")
+
+    def in_internal_units(self, log_offset: float) -> BetaPrior:
+        """The same prior on ``beta_internal = beta * exp(log_offset)`` (see :mod:`dpp.normalize`).
+
+        A lognormal prior shifts its ``loc`` by ``log_offset``; a Gamma prior divides its rate by
+        ``exp(log_offset)``. ``log_offset = 0`` returns the prior unchanged.
+        """
+        if self.kind == "none" or log_offset == 0.0:
+            return self
+        if self.kind == "lognormal":
+            return dataclasses.replace(self, loc=self.loc + log_offset)
+        return dataclasses.replace(self, scale=self.scale * float(np.exp(-log_offset)))
 
     def log_density(self, log_beta: Float[Array, "*B"]) -> Float[Array, ""]:
         """Unnormalised log-prior summed over the entries of ``log_beta`` (0 for ``none``)."""

@@ -1,32 +1,54 @@
 """Fitted prototype models and the DPP learner (k-means init + coordinate ascent or joint fit).
 
 A :class:`FittedModel` is what every method (DPP and the baselines) returns: prototypes, an
-encoder (soft, eq. 3, or hard, eq. 1), the softmax classifier of eq. (16) and the objective
-history. The experiment layer only talks to this type.
+encoder (soft, eq. 3, or hard, eq. 1), the softmax classifier of eq. (16), the objective history
+and a status that tells the truth about the fit (:func:`fit_status`). Models are fitted in the
+internal units of :mod:`dpp.normalize` and map new sets into them before encoding. The
+experiment layer only talks to this type.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
+from sklearn.model_selection import train_test_split
 
 from dpp.classifier import log_predictive
-from dpp.encoding import encode_hard, encode_soft
+from dpp.encoding import encode_hard, encode_soft, max_codes
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
+from dpp.normalize import IDENTITY, Normalizer
 from dpp.sets import RaggedSets
-from dpp.solvers.coordinate_ascent import FitSettings, coordinate_ascent, fit_joint
+from dpp.solvers.coordinate_ascent import FitResult, FitSettings, coordinate_ascent, fit_joint
 from dpp.solvers.minibatch import AdamSettings, batch_capacity
 
+logger = logging.getLogger(__name__)
+
 MODES = ("coordinate_ascent", "joint")
+
+#: Fit statuses: only ``converged`` is a clean success; the others are logged as warnings.
+STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
+#: Statuses of a fit that met its stopping rule (the others are logged as warnings).
+CLEAN_STATUSES = ("converged", "early_stopped")
+
+#: A code is saturated (one-hot to working precision) when its largest entry exceeds this.
+SATURATED_CODE = 1.0 - 1e-6
+#: A fit is ``saturated`` when at least this fraction of the training vectors has saturated codes.
+SATURATED_FRACTION = 0.99
+#: A round without progress still counts as converged when the (mu, beta)-step's gradient norm
+#: (of ``-L / sum(w)`` in its well-scaled coordinates) is below this: a stationary point.
+STATIONARY_GRAD_NORM = 1e-4
 
 encode_soft_jit = jax.jit(encode_soft)
 encode_hard_jit = jax.jit(encode_hard)
 _log_predictive = jax.jit(log_predictive)
+_max_codes = jax.jit(max_codes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,12 +57,15 @@ class FittedModel:
 
     Attributes:
         method: name of the method that produced it (``dpp``, ``standard``, ...).
-        mu: ``[K, D]`` prototypes.
-        log_beta: ``[]`` or ``[K]`` log inverse temperature for the soft encoder of eq. (3), or
-            ``None`` for the hard encoder of eq. (1).
+        mu: ``[K, D]`` prototypes in the model's internal units (``normalizer``); the
+            prototypes in the units of the features are :attr:`prototypes`.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature of the soft encoder of eq. (3), in
+            internal units (:attr:`beta` gives feature units), or ``None`` for the hard encoder
+            of eq. (1).
         theta: ``[K, C]`` softmax classifier weights.
         history: objective values recorded during training (method-specific meaning).
-        info: scalars worth reporting (rounds, convergence, final ``beta``, ...).
+        info: scalars worth reporting (status, rounds, inner iterations, final ``beta``, ...).
+        normalizer: map from feature units to internal units, applied to every set encoded.
     """
 
     method: str
@@ -49,16 +74,101 @@ class FittedModel:
     theta: Float[Array, "K C"]
     history: np.ndarray
     info: dict
+    normalizer: Normalizer = IDENTITY
+
+    @property
+    def prototypes(self) -> np.ndarray:
+        """``[K, D]`` float64 prototypes in the units of the features."""
+        return self.normalizer.inverse_vectors(np.asarray(self.mu))
+
+    @property
+    def beta(self) -> np.ndarray | None:
+        """Inverse temperature in 1 / squared feature units (``[]`` or ``[K]``), or ``None``."""
+        if self.log_beta is None:
+            return None
+        return np.exp(np.asarray(self.log_beta, np.float64) - self.normalizer.log_beta_offset())
+
+    @property
+    def params(self) -> Params:
+        """The soft model's parameters in internal units (use with :meth:`internal_sets`)."""
+        return Params(self.mu, self.log_beta, self.theta)
+
+    def internal_sets(self, sets: RaggedSets) -> RaggedSets:
+        """The sets with their vectors mapped into the model's internal units."""
+        if sets.dim != self.mu.shape[1]:
+            raise ValueError(
+                f"the sets have D = {sets.dim} features but the model was fitted on "
+                f"D = {self.mu.shape[1]}"
+            )
+        return self.normalizer.sets(sets)
 
     def encode(self, sets: RaggedSets) -> Float[Array, "N K"]:
         """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1)."""
+        sets = self.internal_sets(sets)
         if self.log_beta is None:
             return encode_hard_jit(sets, self.mu)
         return encode_soft_jit(sets, self.mu, self.log_beta)
 
     def log_predictive(self, sets: RaggedSets) -> Float[Array, "N C"]:
-        """``[N, C]`` log class probabilities of eq. (16) for each set."""
+        """``[N, C]`` log class probabilities of eq. (16) for each set.
+
+        Finite for every finite input: the encoders of :mod:`dpp.encoding` are finite for every
+        ``beta`` and the log-softmax is stable.
+        """
         return _log_predictive(self.encode(sets), self.theta)
+
+
+def fit_status(
+    result: FitResult, saturated_fraction: float, mode: str, round_cap: int | None = None
+) -> tuple[str, str]:
+    """The truthful status of a DPP fit, and a sentence saying why.
+
+    * ``saturated``: at least :data:`SATURATED_FRACTION` of the training vectors have one-hot
+      codes: the gradients vanish and the model has reduced to the standard prototype,
+      whatever the stopping rule said;
+    * ``converged``: the stopping rule was met after a round that raised ``L``, or at a
+      stationary point (gradient norm below :data:`STATIONARY_GRAD_NORM`);
+    * ``stalled``: the last round raised ``L`` by nothing although the gradient is not small
+      (the line searches found no better point);
+    * ``early_stopped``: the refit stopped at ``round_cap``, the best round on validation sets;
+    * ``max_rounds``: the round cap (or, in joint mode, the solver's iteration cap) was reached
+      while ``L`` was still rising.
+
+    Args:
+        result: output of :func:`~dpp.solvers.coordinate_ascent.coordinate_ascent` or
+            :func:`~dpp.solvers.coordinate_ascent.fit_joint`.
+        saturated_fraction: fraction of training vectors with saturated codes.
+        mode: ``coordinate_ascent`` or ``joint``.
+        round_cap: the early-stopping round the fit was capped at, if any.
+
+    Returns:
+        ``(status, reason)`` with ``status`` in :data:`STATUSES`.
+    """
+    diag = result.diagnostics
+    last = int(result.num_rounds)
+    progress = bool(diag.prototype_accepted[last]) or bool(diag.theta_accepted[last])
+    grad_norm = float(diag.grad_norm[last])
+    if saturated_fraction >= SATURATED_FRACTION:
+        return "saturated", (
+            f"{100 * saturated_fraction:.1f}% of the training vectors have one-hot codes: the "
+            "gradients vanish and the fit has reduced to the standard prototype"
+        )
+    if round_cap is not None and not bool(result.converged) and last == round_cap:
+        return "early_stopped", f"stopped after round {last}, the best on the validation sets"
+    if last == 0:
+        return "max_rounds", "no round was run (max_rounds = 0)"
+    if not bool(result.converged):
+        history = np.asarray(result.history)[: last + 1]
+        gain = (history[-1] - history[-2]) / max(abs(history[-2]), 1e-30)
+        return "max_rounds", (
+            f"stopped at the round cap ({last} rounds) while L was still rising "
+            f"({gain:.2g} relative in the last round)"
+        )
+    if progress or grad_norm <= STATIONARY_GRAD_NORM:
+        return "converged", "the stopping rule was met"
+    return "stalled", (
+        f"the last round did not raise L although the gradient norm is {grad_norm:.3g}"
+    )
 
 
 def fit_dpp(
@@ -69,29 +179,52 @@ def fit_dpp(
     mode: str = "coordinate_ascent",
     beta_scale: float = 1.0,
     per_prototype_beta: bool = False,
+    validation_fraction: float = 0.0,
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
+    The fit runs in the internal units of :mod:`dpp.normalize` (an exact reparameterisation of
+    the model; the prior on ``beta`` is carried over), so offset or extreme feature scales cost
+    no precision. The returned model maps new sets the same way.
+
     Args:
         train: ``N`` training sets.
-        centres: ``[K, D]`` initial centres (k-means on the training vectors).
+        centres: ``[K, D]`` initial centres (k-means on the training vectors), feature units.
         settings: static solver settings (``prototype_solver`` may be Adam; its ``capacity`` is
             filled in here).
         key: PRNG key (mini-batch shuffling).
         mode: ``coordinate_ascent`` (section 4) or ``joint`` (one solver run on all parameters).
         beta_scale: multiplier of the beta heuristic of :func:`dpp.init.init_log_beta`.
         per_prototype_beta: one ``beta`` per prototype instead of one shared.
+        validation_fraction: early stopping: if > 0, this fraction of the training sets (stratified by the label's argmax, drawn from ``key``) is held out,
+            the fit on the rest records the validation log-likelihood per round and
+            stops after ``settings.patience`` rounds without improvement, and the model is then
+            refitted on all training sets for the best number of rounds. 0 (default) runs to the
+            tolerance or ``max_rounds``.
 
     Returns:
-        The fitted model; ``history`` holds ``L`` per round.
+        The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
+        :func:`fit_status` with its ``status_reason``, ``converged`` (true only for status
+        ``converged``), rounds, ``beta_init`` and ``beta`` (feature units) and their ratio, the
+        fraction of saturated training codes, per-round inner iterations, accepted steps and
+        line-search failures, and the solver's wall-clock ``seconds`` (compilation included).
 
     Raises:
-        ValueError: for an unknown ``mode`` or centres of the wrong dimension.
+        ValueError: for an unknown ``mode``, centres of the wrong dimension, or a fit whose
+            parameters are not finite (naming which).
     """
     if mode not in MODES:
         raise ValueError(f"unknown DPP mode {mode!r}; choose from {MODES}")
+    if not 0.0 <= validation_fraction < 1.0:
+        raise ValueError(f"validation_fraction must lie in [0, 1), got {validation_fraction}")
     if centres.ndim != 2 or centres.shape[1] != train.dim:
         raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
+    normalizer = Normalizer.fit(np.asarray(train.vectors))
+    train = normalizer.sets(train)
+    centres = normalizer.vectors(centres)
+    settings = dataclasses.replace(
+        settings, prior=settings.prior.in_internal_units(normalizer.log_beta_offset())
+    )
     if isinstance(settings.prototype_solver, AdamSettings):
         solver = dataclasses.replace(
             settings.prototype_solver,
@@ -104,17 +237,71 @@ def fit_dpp(
         np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
     )
     theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
+    params0 = Params(mu0, log_beta0, theta0)
+    t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
-    result = solve(Params(mu0, log_beta0, theta0), train, settings, key)
-    history = np.asarray(result.history)
-    history = history[np.isfinite(history)]
-    beta = np.exp(np.asarray(result.params.log_beta))
-    info = {
-        "rounds": int(result.num_rounds),
-        "converged": bool(result.converged),
-        "beta_init": float(np.exp(np.mean(np.asarray(log_beta0)))),
-        "beta": float(beta) if beta.ndim == 0 else [float(b) for b in beta],
-    }
-    return FittedModel(
-        "dpp", result.params.mu, result.params.log_beta, result.params.theta, history, info
+    early, cap = None, None
+    if validation_fraction > 0:
+        early = _early_stopping(solve, params0, train, settings, key, validation_fraction)
+        cap = jnp.int32(early["best_round"])
+    result = jax.block_until_ready(solve(params0, train, settings, key, round_cap=cap))
+    seconds = time.perf_counter() - t0
+    params = result.params
+    for name, value in zip(Params._fields, params, strict=True):
+        if not np.all(np.isfinite(np.asarray(value))):
+            raise ValueError(f"DPP fit produced non-finite {name} ({mode})")
+    saturated = float(
+        np.mean(np.asarray(_max_codes(train.vectors, params.mu, params.log_beta)) > SATURATED_CODE)
     )
+    status, reason = fit_status(result, saturated, mode, early and early["best_round"])
+    rounds = int(result.num_rounds)
+    history = np.asarray(result.history)[: rounds + 1]
+    diag = {
+        k: [None if isinstance(x, float) and not np.isfinite(x) else x for x in v]
+        for k, v in (
+            (k, np.asarray(v)[: rounds + 1].tolist()) for k, v in result.diagnostics._asdict().items()
+        )
+    }  # NaN (not measured) as None, so records compare equal and serialise as JSON null
+    offset = normalizer.log_beta_offset()
+    beta = np.exp(np.asarray(params.log_beta, np.float64) - offset)
+    beta_init = float(np.exp(np.mean(np.asarray(log_beta0, np.float64)) - offset))
+    info = {
+        "status": status,
+        "status_reason": reason,
+        "converged": status == "converged",
+        "rounds": rounds,
+        "beta_init": beta_init,
+        "beta": float(beta) if beta.ndim == 0 else [float(b) for b in beta],
+        "beta_ratio": float(np.max(beta) / beta_init),
+        "saturated_fraction": saturated,
+        "seconds": seconds,
+        "steps": diag,
+    }
+    if early is not None:
+        info["early_stopping"] = early
+    if status not in CLEAN_STATUSES:
+        logger.warning("DPP fit %s: %s", status, reason)
+    return FittedModel(
+        "dpp", params.mu, params.log_beta, params.theta, history, info, normalizer
+    )
+
+
+def _early_stopping(solve, params0, train: RaggedSets, settings: FitSettings, key, fraction) -> dict:
+    """Best number of rounds by the validation log-likelihood on a held-out part of ``train``."""
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    strata = np.argmax(np.asarray(train.labels), axis=1)
+    counts = np.bincount(strata)
+    stratify = strata if counts[counts > 0].min() >= 2 else None
+    fit_idx, val_idx = train_test_split(
+        np.arange(train.num_sets), test_size=fraction, random_state=seed, stratify=stratify
+    )
+    fit_part, val_part = train.subset(np.sort(fit_idx)), train.subset(np.sort(val_idx))
+    result = solve(params0, fit_part, settings, key, validation=val_part)
+    rounds = int(result.num_rounds)
+    return {
+        "validation_fraction": fraction,
+        "validation_sets": int(val_part.num_sets),
+        "best_round": int(result.best_round),
+        "rounds_monitored": rounds,
+        "validation_history": np.asarray(result.validation_history)[: rounds + 1].tolist(),
+    }

@@ -60,7 +60,7 @@ def figure1(
         for c in range(train.num_classes):
             sel = point_class == c
             ax.scatter(*vectors[sel].T, s=6, alpha=0.5, color=_COLOURS[c % 6], label=names[c])
-        mu = np.asarray(model.mu)
+        mu = model.prototypes
         ax.scatter(*mu.T, s=70, color="black", marker="o", label="centres", zorder=3)
         ax.set_title(title)
         ax.set_xlabel("$x_1$")

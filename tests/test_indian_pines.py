@@ -136,9 +136,10 @@ def test_infoloss_model_encodes_with_learned_centres(infoloss_problem):
         sets, centres, 1e-2, LBFGSSettings(max_iter=100), infoloss.InfoLossSettings(max_rounds=3)
     )
     assert model.method == "infoloss" and model.log_beta is None
-    assert not np.allclose(np.asarray(model.mu), centres)  # the centres moved
+    assert not np.allclose(model.prototypes, centres)  # the centres moved
+    learned = jnp.asarray(model.prototypes, sets.vectors.dtype)  # in the units of the features
     np.testing.assert_allclose(
-        np.asarray(model.encode(sets)), np.asarray(encode_hard(sets, model.mu))
+        np.asarray(model.encode(sets)), np.asarray(encode_hard(sets, learned))
     )
     assert np.all(np.diff(model.history) <= 0)
 

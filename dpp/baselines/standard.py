@@ -13,6 +13,7 @@ import numpy as np
 
 from dpp.likelihood import classifier_objective
 from dpp.model import FittedModel
+from dpp.normalize import Normalizer
 from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import fit_classifier
 from dpp.solvers.lbfgs import LBFGSSettings
@@ -34,6 +35,9 @@ def fit_standard(
         solver: full-batch solver of the Theta-step.
         method: name recorded in the returned model.
 
+    The nearest centres are found in the internal units of :mod:`dpp.normalize` (the same
+    nearest centres, without float32 cancellation for offset features).
+
     Returns:
         A :class:`~dpp.model.FittedModel` with the hard encoder (``log_beta = None``);
         ``history`` holds ``L`` before (``Theta = 0``) and after the Theta-step.
@@ -43,9 +47,10 @@ def fit_standard(
     """
     if centres.ndim != 2 or centres.shape[1] != train.dim:
         raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
-    mu = jnp.asarray(centres, dtype=train.vectors.dtype)
+    normalizer = Normalizer.fit(np.asarray(train.vectors))
+    mu = jnp.asarray(normalizer.vectors(centres), dtype=train.vectors.dtype)
     theta0 = jnp.zeros((mu.shape[0], train.num_classes), dtype=mu.dtype)
-    untrained = FittedModel(method, mu, None, theta0, np.zeros(0), {})
+    untrained = FittedModel(method, mu, None, theta0, np.zeros(0), {}, normalizer)
     z = untrained.encode(train)
     theta = fit_classifier(z, train.labels, train.weights, theta0, l2, solver)
     history = np.array(

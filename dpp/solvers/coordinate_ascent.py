@@ -7,11 +7,19 @@ Coordinate ascent, as used for every experiment of the paper:
 1. each round: a (mu, beta)-step (maximise ``L`` over ``mu`` and ``log beta`` with ``Theta``
    fixed, by L-BFGS/BFGS or mini-batch Adam), then a Theta-step (maximise ``L`` over ``Theta``
    with ``mu``, ``beta`` fixed; convex, by L-BFGS/BFGS on the fixed codes ``z``);
-2. stop when :math:`(L_r - L_{r-1}) / |L_{r-1}| <` ``tol`` or after ``max_rounds``.
+2. stop when :math:`(L_r - L_{r-1}) / |L_{r-1}| \\le` ``tol`` or after ``max_rounds``.
 
 A step is accepted only if it does not decrease ``L`` (a safeguard against a line search that
 ends badly, or against Adam's noise), so the returned history never decreases. Solvers minimise
 ``-L / sum(w)``; histories report ``L`` itself.
+
+The (mu, beta)-step runs in well-scaled coordinates (:func:`prototype_coordinates`): prototypes
+are measured in units of the code length-scale ``1 / sqrt(beta)``, and ``log beta`` moves inside
+a smooth trust region of half-width ``log(beta_step_limit)``. Without them the first quasi-Newton
+step on high-dimensional data is almost pure ``log beta`` (its gradient dwarfs the prototypes'),
+the line search extrapolates along a direction that is nearly linear and then flat, and ``beta``
+lands 1e4 to 1e30 times higher in saturated codes whose gradients vanish. ``beta`` that the data
+want larger still grows, by up to ``beta_step_limit`` a round.
 
 Everything here is traceable; :func:`coordinate_ascent`, :func:`fit_joint` and
 :func:`fit_classifier` are the ``jit`` boundaries, with the settings static.
@@ -28,8 +36,15 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from dpp.encoding import encode_soft
-from dpp.likelihood import NO_PRIOR, BetaPrior, Params, classifier_objective, objective
+from dpp.encoding import LOG_BETA_MAX, encode_soft
+from dpp.likelihood import (
+    NO_PRIOR,
+    BetaPrior,
+    Params,
+    classifier_objective,
+    mean_log_likelihood,
+    objective,
+)
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
 from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
@@ -49,6 +64,10 @@ class FitSettings:
         theta_solver: full-batch solver of the convex Theta-steps.
         prototype_solver: solver of the (mu, beta)-steps and of the joint fit: L-BFGS/BFGS or
             mini-batch Adam.
+        beta_step_limit: one (mu, beta)-step (or the joint fit) changes ``beta`` by at most this
+            factor up or down (a smooth trust region on ``log beta``; > 1).
+        patience: with early stopping, stop after this many rounds without a better validation
+            log-likelihood.
         verbose: log ``L`` and ``beta`` after every round.
     """
 
@@ -58,13 +77,41 @@ class FitSettings:
     tol: float = 1e-5
     theta_solver: LBFGSSettings = LBFGSSettings(max_iter=300)
     prototype_solver: LBFGSSettings | AdamSettings = LBFGSSettings(max_iter=50)
+    beta_step_limit: float = 2.0
+    patience: int = 2
     verbose: bool = False
 
     def __post_init__(self):
-        if self.l2 < 0:
+        if not self.l2 >= 0:
             raise ValueError("l2 (lambda) must be >= 0")
         if self.max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
+        if self.patience < 1:
+            raise ValueError(f"patience must be >= 1, got {self.patience}")
+        if not self.beta_step_limit > 1:
+            raise ValueError(f"beta_step_limit must be > 1, got {self.beta_step_limit}")
+
+
+class StepDiagnostics(NamedTuple):
+    """Per-round record of the two steps of coordinate ascent (row 0: the initial Theta-step).
+
+    Attributes:
+        prototype_iters: ``[R]`` int32 inner iterations of the (mu, beta)-step (Adam: steps).
+        theta_iters: ``[R]`` int32 inner iterations of the Theta-step.
+        prototype_accepted: ``[R]`` bool, the (mu, beta)-step raised ``L`` (strictly).
+        theta_accepted: ``[R]`` bool, the Theta-step raised ``L`` (strictly).
+        linesearch_failures: ``[R]`` int32 line searches of the round that found no sufficient
+            decrease.
+        grad_norm: ``[R]`` float, gradient norm of ``-L / sum(w)`` in the step's coordinates at
+            the end of the (mu, beta)-step (NaN for Adam).
+    """
+
+    prototype_iters: jax.Array
+    theta_iters: jax.Array
+    prototype_accepted: jax.Array
+    theta_accepted: jax.Array
+    linesearch_failures: jax.Array
+    grad_norm: jax.Array
 
 
 class FitResult(NamedTuple):
@@ -75,13 +122,24 @@ class FitResult(NamedTuple):
         history: ``[max_rounds + 1]`` float, ``L`` after initialisation and after each round
             (NaN after the last round taken); for the joint fit ``[2]``: before and after.
         num_rounds: int32 scalar, rounds taken.
-        converged: bool scalar, whether the tolerance was reached.
+        converged: bool scalar, whether the stopping rule was met: a round that raised ``L`` by
+            less than ``tol * |L|`` (coordinate ascent), or a gradient norm below the solver's
+            ``tol`` (joint fit). :func:`dpp.model.fit_status` turns this and ``diagnostics``
+            into the reported status.
+        diagnostics: :class:`StepDiagnostics`, rows ``0..num_rounds`` filled.
+        validation_history: ``[max_rounds + 1]`` validation log-likelihood per set after each
+            round (early stopping), else ``None``.
+        best_round: int32 scalar, the round whose parameters are returned (early stopping),
+            else ``None``.
     """
 
     params: Params
     history: Float[Array, " R"]
     num_rounds: jax.Array
     converged: jax.Array
+    diagnostics: StepDiagnostics
+    validation_history: Float[Array, " R"] | None = None
+    best_round: jax.Array | None = None
 
 
 def _scale(sets: RaggedSets) -> jax.Array:
@@ -135,11 +193,51 @@ def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Param
     Returns:
         Parameters with the new ``Theta``.
     """
+    return _theta_step(params, sets, settings)[0]
+
+
+def _theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
     z = encode_soft(sets, params.mu, params.log_beta)
     result = _classifier_step(
         params.theta, z, sets.labels, sets.weights, settings.l2, settings.theta_solver
     )
-    return params._replace(theta=result.params)
+    return params._replace(theta=result.params), result
+
+
+def prototype_coordinates(params: Params, beta_step_limit: float):
+    r"""Well-scaled coordinates of the (mu, beta)-step around the current parameters.
+
+    With ``beta_c``, ``mu_c``, ``log beta_c`` the values at the start of the step and
+    ``r = log(beta_step_limit)``:
+
+    .. math::
+
+        \mu = \mu_c + u / \sqrt{\beta_c}, \qquad
+        \log\beta = \log\beta_c + r \tanh(v / r),
+
+    starting from ``u = 0``, ``v = 0``. A unit move of ``u_k`` or of ``v`` changes the logits of
+    eq. (3) by order one, so the first quasi-Newton step is balanced between prototypes and
+    temperature; ``beta`` stays within a factor ``beta_step_limit`` of ``beta_c``. It is a smooth
+    change of variables, so every stationary point inside the region is one of ``L``.
+
+    Args:
+        params: parameters at the start of the step.
+        beta_step_limit: largest factor by which ``beta`` may change (> 1).
+
+    Returns:
+        ``(x0, to_params)``: the zero starting point ``(u [K, D], v [] or [K])`` and the map
+        from coordinates to ``(mu, log_beta)``.
+    """
+    mu_c, log_beta_c = params.mu, params.log_beta
+    radius = jnp.log(jnp.asarray(beta_step_limit, mu_c.dtype))
+    root_beta = jnp.exp(0.5 * jnp.minimum(log_beta_c, LOG_BETA_MAX))
+    root_beta = jnp.reshape(root_beta, (-1, 1))  # [1, 1] or [K, 1]
+
+    def to_params(x):
+        u, v = x
+        return mu_c + u / root_beta, log_beta_c + radius * jnp.tanh(v / radius)
+
+    return (jnp.zeros_like(mu_c), jnp.zeros_like(log_beta_c)), to_params
 
 
 def prototype_step(
@@ -147,26 +245,35 @@ def prototype_step(
 ) -> Params:
     """(mu, beta)-step: maximise ``L`` over ``mu`` and ``log beta`` with ``Theta`` fixed.
 
+    Runs in the coordinates of :func:`prototype_coordinates`, so ``beta`` changes by at most
+    ``settings.beta_step_limit``.
+
     Args:
         params: current parameters (the starting point).
         sets: training sets.
-        settings: ``l2``, ``prior`` and ``prototype_solver`` are used.
+        settings: ``l2``, ``prior``, ``prototype_solver`` and ``beta_step_limit`` are used.
         key: PRNG key (used by mini-batch Adam only).
 
     Returns:
         Parameters with new ``mu`` and ``log_beta``.
     """
+    return _prototype_step(params, sets, settings, key)[0]
+
+
+def _prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
     theta = params.theta
+    x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
 
     def assemble(x):
-        return Params(x[0], x[1], theta)
+        return Params(*to_params(x), theta)
 
-    x0 = (params.mu, params.log_beta)
-    x = _minimise_objective(assemble, x0, sets, settings, key)
-    return assemble(x)
+    result = _minimise_objective(assemble, x0, sets, settings, key)
+    return assemble(result.params), result
 
 
-def _minimise_objective(assemble, x0, sets: RaggedSets, settings: FitSettings, key):
+def _minimise_objective(
+    assemble, x0, sets: RaggedSets, settings: FitSettings, key
+) -> MinimizeResult:
     solver = settings.prototype_solver
     if isinstance(solver, AdamSettings):
         total_weight = jnp.sum(sets.weights)
@@ -174,10 +281,10 @@ def _minimise_objective(assemble, x0, sets: RaggedSets, settings: FitSettings, k
         def batch_loss(x, batch, scale):
             return -_batch_objective(assemble(x), batch, scale, settings) / total_weight
 
-        return minimize_minibatch(batch_loss, x0, sets, solver, key).params
+        return minimize_minibatch(batch_loss, x0, sets, solver, key)
     scale = _scale(sets)
     fun = lambda x: -scale * objective(assemble(x), sets, settings.l2, settings.prior)  # noqa: E731
-    return minimize(fun, x0, solver).params
+    return minimize(fun, x0, solver)
 
 
 def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSettings):
@@ -188,11 +295,15 @@ def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSett
 
 
 def _accept(candidate: Params, current: Params, current_value, sets, settings: FitSettings):
-    """Keeps ``candidate`` only if it does not decrease ``L`` (and ``L`` is finite)."""
+    """Keeps ``candidate`` only if it raises ``L`` (and ``L`` is finite).
+
+    Returns:
+        ``(params, value, accepted)``.
+    """
     value = objective(candidate, sets, settings.l2, settings.prior)
-    better = jnp.isfinite(value) & (value >= current_value)
+    better = jnp.isfinite(value) & (value > current_value)
     chosen = jax.tree.map(lambda a, b: jnp.where(better, a, b), candidate, current)
-    return chosen, jnp.where(better, value, current_value)
+    return chosen, jnp.where(better, value, current_value), better
 
 
 def _log_round(round_, value, beta, rel_change):
@@ -207,71 +318,157 @@ def _log_round(round_, value, beta, rel_change):
 
 @functools.partial(jax.jit, static_argnames=("settings",))
 def coordinate_ascent(
-    params0: Params, sets: RaggedSets, settings: FitSettings, key: jax.Array
+    params0: Params,
+    sets: RaggedSets,
+    settings: FitSettings,
+    key: jax.Array,
+    validation: RaggedSets | None = None,
+    round_cap: jax.Array | None = None,
 ) -> FitResult:
     """Coordinate ascent on ``L`` (section 4 of the paper), the default DPP learner.
 
-    ``Theta`` in ``params0`` is only the warm start of the initial Theta-step.
+    ``Theta`` in ``params0`` is only the warm start of the initial Theta-step. Each round is a
+    (mu, beta)-step followed by a Theta-step, each accepted only if it raises ``L``.
+
+    With ``validation`` sets (a held-out part of the *training* sets, never test data) the mean
+    validation log-likelihood per set is recorded after every round, the parameters of the best
+    round are returned, and the loop stops once ``settings.patience`` rounds in a row have not
+    improved it (early stopping).
 
     Args:
         params0: initial parameters, typically k-means centres and :func:`dpp.init.init_log_beta`.
         sets: training sets.
         settings: static solver settings.
         key: PRNG key for mini-batch solvers.
+        validation: optional validation sets for early stopping.
+        round_cap: optional traced int32 number of rounds at most (``<= max_rounds``), e.g. the
+            best round found by early stopping; changing it does not recompile.
 
     Returns:
-        :class:`FitResult` with a non-decreasing history of ``L``.
+        :class:`FitResult` with a non-decreasing history of ``L``; with ``validation``,
+        ``validation_history`` holds the validation log-likelihood per round (NaN after the last)
+        and ``best_round`` the round whose parameters are returned.
     """
-    params = theta_step(params0, sets, settings)
-    value = objective(params, sets, settings.l2, settings.prior)
-    history = jnp.full((settings.max_rounds + 1,), jnp.nan, dtype=value.dtype).at[0].set(value)
-
-    def keep_going(state):
-        _, _, round_, _, converged, _ = state
-        return (round_ < settings.max_rounds) & ~converged
-
-    def one_round(state):
-        params, value, round_, history, _, key = state
-        key, step_key = jax.random.split(key)
-        previous = value
-        candidate = prototype_step(params, sets, settings, step_key)
-        params, value = _accept(candidate, params, value, sets, settings)
-        candidate = theta_step(params, sets, settings)
-        params, value = _accept(candidate, params, value, sets, settings)
-        round_ = round_ + 1
-        rel_change = (value - previous) / jnp.maximum(jnp.abs(previous), 1e-30)
-        if settings.verbose:
-            jax.debug.callback(
-                _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
-            )
-        return params, value, round_, history.at[round_].set(value), rel_change < settings.tol, key
-
-    state = (params, value, jnp.int32(0), history, jnp.array(False), key)
-    params, value, rounds, history, converged, _ = jax.lax.while_loop(keep_going, one_round, state)
-    return FitResult(params, history, rounds, converged)
+    return _ascend(params0, sets, settings, key, validation, round_cap, joint=False)
 
 
 @functools.partial(jax.jit, static_argnames=("settings",))
 def fit_joint(
-    params0: Params, sets: RaggedSets, settings: FitSettings, key: jax.Array
+    params0: Params,
+    sets: RaggedSets,
+    settings: FitSettings,
+    key: jax.Array,
+    validation: RaggedSets | None = None,
+    round_cap: jax.Array | None = None,
 ) -> FitResult:
-    """Joint optimisation of all parameters by one run of ``prototype_solver``.
+    """Joint optimisation of all parameters, in rounds of one ``prototype_solver`` run each.
 
-    Starts with a Theta-step from ``params0``, then optimises ``(mu, log beta, Theta)`` together.
-    Known to overfit on MPEG-7 (``beta`` runs away); offered for comparison.
+    Starts with a Theta-step from ``params0``; every round then optimises ``(mu, log beta,
+    Theta)`` together from the current point, in the coordinates of
+    :func:`prototype_coordinates` (so ``beta`` changes by at most ``beta_step_limit`` a round),
+    and is accepted only if it raises ``L``. Rounds, stopping rule, diagnostics and early
+    stopping are those of :func:`coordinate_ascent`.
 
     Args:
         params0: initial parameters.
         sets: training sets.
-        settings: static settings (``prototype_solver`` runs the joint fit).
+        settings: static settings (``prototype_solver`` runs each joint step).
         key: PRNG key for mini-batch solvers.
+        validation: optional validation sets for early stopping.
+        round_cap: optional traced int32 cap on the rounds.
 
     Returns:
-        :class:`FitResult` with ``history = [L after the Theta-step, L at the end]``.
+        :class:`FitResult`; ``diagnostics.prototype_iters`` counts the joint solver's iterations.
     """
-    params = theta_step(params0, sets, settings)
+    return _ascend(params0, sets, settings, key, validation, round_cap, joint=True)
+
+
+def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
+    x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
+
+    def assemble(x):
+        return Params(*to_params(x[:2]), x[2])
+
+    result = _minimise_objective(assemble, (*x0, params.theta), sets, settings, key)
+    return assemble(result.params), result
+
+
+def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, joint: bool):
+    """The round loop shared by coordinate ascent and the joint fit (traced)."""
+    cap = jnp.int32(settings.max_rounds) if round_cap is None else jnp.asarray(round_cap, jnp.int32)
+    params, theta_result = _theta_step(params0, sets, settings)
     value = objective(params, sets, settings.l2, settings.prior)
-    x = _minimise_objective(lambda x: Params(*x), tuple(params), sets, settings, key)
-    params, final = _accept(Params(*x), params, value, sets, settings)
-    history = jnp.stack([value, final])
-    return FitResult(params, history, jnp.int32(1), jnp.array(True))
+    rows = settings.max_rounds + 1
+    history = jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(value)
+    diag = StepDiagnostics(
+        prototype_iters=jnp.zeros(rows, jnp.int32),
+        theta_iters=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.num_iter),
+        prototype_accepted=jnp.zeros(rows, bool),
+        theta_accepted=jnp.zeros(rows, bool),
+        linesearch_failures=jnp.zeros(rows, jnp.int32).at[0].set(
+            theta_result.linesearch_failures
+        ),
+        grad_norm=jnp.full(rows, jnp.nan, value.dtype),
+    )
+
+    def validate(params):
+        if validation is None:
+            return jnp.array(jnp.nan, value.dtype)
+        return mean_log_likelihood(params, validation).astype(value.dtype)
+
+    val_history = jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(validate(params))
+    best = (params, val_history[0], jnp.int32(0))
+
+    def keep_going(state):
+        round_, converged, best = state[2], state[4], state[7][1]
+        going = (round_ < cap) & ~converged
+        if validation is not None:
+            going = going & (round_ - best[2] < settings.patience)
+        return going
+
+    def one_round(state):
+        params, value, round_, history, _, key, diag, (val_history, best) = state
+        key, step_key = jax.random.split(key)
+        previous = value
+        if joint:
+            candidate, proto = _joint_step(params, sets, settings, step_key)
+            params, value, proto_ok = _accept(candidate, params, value, sets, settings)
+            theta_iters, theta_ok, theta_failures = jnp.int32(0), jnp.array(False), 0
+        else:
+            candidate, proto = _prototype_step(params, sets, settings, step_key)
+            params, value, proto_ok = _accept(candidate, params, value, sets, settings)
+            candidate, theta = _theta_step(params, sets, settings)
+            params, value, theta_ok = _accept(candidate, params, value, sets, settings)
+            theta_iters, theta_failures = theta.num_iter, theta.linesearch_failures
+        round_ = round_ + 1
+        rel_change = (value - previous) / jnp.maximum(jnp.abs(previous), 1e-30)
+        diag = StepDiagnostics(
+            diag.prototype_iters.at[round_].set(proto.num_iter),
+            diag.theta_iters.at[round_].set(theta_iters),
+            diag.prototype_accepted.at[round_].set(proto_ok),
+            diag.theta_accepted.at[round_].set(theta_ok),
+            diag.linesearch_failures.at[round_].set(proto.linesearch_failures + theta_failures),
+            diag.grad_norm.at[round_].set(proto.grad_norm.astype(value.dtype)),
+        )
+        if validation is not None:
+            val = validate(params)
+            val_history = val_history.at[round_].set(val)
+            improved = val > best[1]
+            best = jax.tree.map(
+                lambda new, old: jnp.where(improved, new, old), (params, val, round_), best
+            )
+        if settings.verbose:
+            jax.debug.callback(
+                _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
+            )
+        converged = rel_change <= settings.tol
+        history = history.at[round_].set(value)
+        return params, value, round_, history, converged, key, diag, (val_history, best)
+
+    state = (params, value, jnp.int32(0), history, jnp.array(False), key, diag, (val_history, best))
+    params, value, rounds, history, converged, _, diag, (val_history, best) = jax.lax.while_loop(
+        keep_going, one_round, state
+    )
+    if validation is None:
+        return FitResult(params, history, rounds, converged, diag)
+    return FitResult(best[0], history, rounds, converged, diag, val_history, best[2])

@@ -60,11 +60,17 @@ class MinimizeResult(NamedTuple):
         params: the minimiser (same pytree structure as ``x0``).
         value: scalar ``fun(params)``.
         num_iter: int32 scalar, iterations taken.
+        grad_norm: scalar l2 norm of the gradient at ``params`` (NaN where unknown).
+        linesearch_failures: int32 scalar, iterations whose line search found no step meeting
+            the sufficient-decrease condition (optax: counted per iteration; jaxopt: 0 or 1, the
+            state of the last iteration; mini-batch: 0).
     """
 
     params: Any
     value: jax.Array
     num_iter: jax.Array
+    grad_norm: jax.Array
+    linesearch_failures: jax.Array
 
 
 def minimize(fun: Callable[[Any], jax.Array], x0: Any, settings: LBFGSSettings) -> MinimizeResult:
@@ -94,21 +100,28 @@ def _lbfgs_optax(fun, x0, s: LBFGSSettings) -> MinimizeResult:
     value_and_grad = optax.value_and_grad_from_state(fun)
 
     def step(carry):
-        x, state = carry
+        x, state, failures = carry
         value, grad = value_and_grad(x, state=state)
         updates, state = opt.update(grad, state, x, value=value, grad=grad, value_fn=fun)
-        return optax.apply_updates(x, updates), state
+        failed = otu.tree_get(state, "decrease_error") > 0
+        return optax.apply_updates(x, updates), state, failures + failed.astype(jnp.int32)
 
     def keep_going(carry):
-        _, state = carry
+        _, state, _ = carry
         count = otu.tree_get(state, "count")
         grad_norm = otu.tree_norm(otu.tree_get(state, "grad"))
         value = otu.tree_get(state, "value")
         running = (count < s.max_iter) & (grad_norm >= s.tol) & jnp.isfinite(value)
         return (count == 0) | running
 
-    x, state = jax.lax.while_loop(keep_going, step, (x0, opt.init(x0)))
-    return MinimizeResult(x, otu.tree_get(state, "value"), otu.tree_get(state, "count"))
+    x, state, failures = jax.lax.while_loop(keep_going, step, (x0, opt.init(x0), jnp.int32(0)))
+    return MinimizeResult(
+        x,
+        otu.tree_get(state, "value"),
+        otu.tree_get(state, "count"),
+        otu.tree_norm(otu.tree_get(state, "grad")),
+        failures,
+    )
 
 
 def _jaxopt(fun, x0, s: LBFGSSettings) -> MinimizeResult:
@@ -123,4 +136,6 @@ def _jaxopt(fun, x0, s: LBFGSSettings) -> MinimizeResult:
     else:
         solver = jaxopt.BFGS(**common)
     x, state = solver.run(x0)
-    return MinimizeResult(x, state.value, state.iter_num)
+    failed = getattr(state, "failed_linesearch", jnp.array(False))
+    grad_norm = otu.tree_norm(state.grad) if hasattr(state, "grad") else jnp.array(jnp.nan)
+    return MinimizeResult(x, state.value, state.iter_num, grad_norm, failed.astype(jnp.int32))

@@ -182,4 +182,5 @@ def minimize_minibatch(
 
     (x, _), _ = jax.lax.scan(epoch, (x0, opt.init(x0)), jax.random.split(key, settings.epochs))
     nan = jnp.array(jnp.nan, dtype=sets.vectors.dtype)
-    return MinimizeResult(x, nan, jnp.array(settings.epochs * num_batches, jnp.int32))
+    steps = jnp.array(settings.epochs * num_batches, jnp.int32)
+    return MinimizeResult(x, nan, steps, nan, jnp.int32(0))
