@@ -14,8 +14,11 @@ alone.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
+import signal
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,12 +35,14 @@ from dpp import discovery, plots
 from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard
+from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
+from dpp.errors import ConfigError, NonFiniteResultError, RunInterrupted
 from dpp.init import kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.metrics import evaluate
-from dpp.model import FittedModel, encode_hard_jit, fit_dpp
-from dpp.reporting import write_results
+from dpp.model import CLEAN_STATUSES, FittedModel, encode_hard_jit, fit_dpp
+from dpp.reporting import Heartbeat, load_results, process_identity, write_results
 from dpp.selection import select_l2
 from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import FitSettings
@@ -202,6 +207,8 @@ def _prototypes(out_dir, trial: Trial, dataset: Dataset):
 
 #: Figures and reports drawn from the first trial's models.
 TRIAL_FIGURES = {"figure1": _figure1, "prototypes": _prototypes}
+#: Methods a trial figure needs; a figure whose methods are not in the run is skipped (noted).
+TRIAL_FIGURE_NEEDS = {"figure1": ("dpp", "standard"), "prototypes": ("dpp",)}
 RUN_FIGURES = {
     "loglik": lambda out, records, name: plots.loglik_bars(records, out / f"{name}.png"),
     "figure2a": lambda out, records, name: plots.loglik_bars(
@@ -276,8 +283,13 @@ def _shared_l2(cfg, train, centres, seed) -> tuple[float | None, dict]:
     return l2, info
 
 
-def _run_trial(cfg, dataset, methods, trial, records, out, header):
-    """Splits, fits every method, evaluates; appends one record per method and writes them."""
+def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
+    """Splits, fits every method, evaluates; appends one record per method and writes them.
+
+    Raises:
+        NonFiniteResultError: a fit produced non-finite predictions or metrics (names the
+            method and the trial).
+    """
     seed = cfg.seed + trial
     train_idx, test_idx = split_indices(
         np.asarray(dataset.sets.labels), seed=seed, **OmegaConf.to_container(cfg.dataset.split)
@@ -299,11 +311,19 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header):
         mu0, kmeans_seconds = centres(mcfg.K)
         l2 = float(mcfg.l2) if shared_l2 is None else shared_l2
         t0 = time.perf_counter()
-        model = METHODS[mcfg.name](train, mu0, mcfg, cfg, jax.random.key(seed), l2)
+        try:
+            model = METHODS[mcfg.name](train, mu0, mcfg, cfg, jax.random.key(seed), l2)
+        except ValueError as err:
+            if "non-finite" not in str(err):
+                raise
+            raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
         jax.block_until_ready(model.theta)
         fit_seconds = time.perf_counter() - t0
-        metrics = evaluate(model.log_predictive(test), np.asarray(test.labels))
-        train_metrics = evaluate(model.log_predictive(train), np.asarray(train.labels))
+        metrics = _evaluate_finite(model, test, "test", name, trial)
+        train_metrics = _evaluate_finite(model, train, "training", name, trial)
+        status = model.info.get("status")
+        if status is not None and status not in CLEAN_STATUSES:
+            warnings.append(f"trial {trial} {name}: {status}: {model.info['status_reason']}")
         records.append(
             {
                 "trial": trial,
@@ -320,24 +340,140 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header):
                 "num_test": test.num_sets,
                 "final_objective": float(model.history[-1]) if len(model.history) else None,
                 "objective_history": [float(v) for v in model.history],
+                **({"fit_status": status} if status is not None else {}),
                 "info": model.info,
             }
         )
         models[name] = model
         logger.info(
-            "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s",
+            "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s%s",
             trial,
             name,
             100 * metrics["accuracy"],
             metrics["test_log_likelihood"],
             fit_seconds,
+            "" if status is None else f"  ({status})",
         )
-        write_results(out, header, records, "running")
+        write_results(out, header, records, "running", warnings=warnings)
     return Trial(train, test, models, transform)
+
+
+def _evaluate_finite(model: FittedModel, sets: RaggedSets, part: str, name: str, trial: int):
+    log_probs = np.asarray(model.log_predictive(sets))
+    bad = ~np.all(np.isfinite(log_probs), axis=1)
+    if bad.any():
+        raise NonFiniteResultError(
+            f"trial {trial}, method {name}: {int(bad.sum())} of {bad.size} {part} sets have "
+            f"non-finite predicted log-probabilities (first: set {int(np.flatnonzero(bad)[0])})"
+        )
+    metrics = evaluate(log_probs, np.asarray(sets.labels))
+    for key, value in metrics.items():
+        if not np.isfinite(value):
+            raise NonFiniteResultError(f"trial {trial}, method {name}: {part} {key} is {value}")
+    return metrics
+
+
+@contextlib.contextmanager
+def _signals_interrupt():
+    """SIGTERM and SIGINT raise :class:`RunInterrupted` in the main thread.
+
+    The run then records ``interrupted``. Python runs the handler between bytecodes, so the
+    exception never lands inside an XLA compilation.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise RunInterrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+#: Config keys that may differ between a run and its resumption.
+RESUMABLE_KEYS = ("resume", "trials", "verbose")
+
+
+def _resume_records(out: Path, cfg: DictConfig, methods) -> list[dict]:
+    """Records of the fully finished trials of an earlier run in ``out`` (``resume=true``).
+
+    Raises:
+        ConfigError: ``out`` holds a run and ``resume`` is false (a run never silently
+            overwrites another), or the earlier run's config differs in keys other than
+            :data:`RESUMABLE_KEYS`.
+    """
+    if not (out / "results.json").is_file():
+        return []
+    previous = load_results(out)
+    if not cfg.resume:
+        raise ConfigError(
+            f"{out} already holds the results of a run (status {previous.get('status')!r}); "
+            "pass resume=true to continue it, or choose another output directory "
+            "(hydra.run.dir=...)"
+        )
+    saved = out / "config_resolved.yaml"
+    if saved.is_file():
+        old = _flatten(OmegaConf.to_container(OmegaConf.load(saved), resolve=False))
+        new = _flatten(OmegaConf.to_container(cfg, resolve=True))
+        changed = sorted(
+            k for k in set(old) | set(new) if k not in RESUMABLE_KEYS and old.get(k) != new.get(k)
+        )
+        if changed:
+            raise ConfigError(
+                f"resume=true but the config differs from the run in {out} in: {', '.join(changed)}"
+            )
+    by_trial: dict[int, list[dict]] = {}
+    for record in previous.get("trials", []):
+        by_trial.setdefault(record["trial"], []).append(record)
+    return [
+        r
+        for t, rows in sorted(by_trial.items())
+        if t < cfg.trials and {r["method"] for r in rows} == set(methods)
+        for r in rows
+    ]
+
+
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    """``{"a.b": value}`` for the leaves of a nested dict (lists are leaves)."""
+    out = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _trial_figures(cfg: DictConfig, methods) -> tuple[list[str], dict[str, str]]:
+    """The trial figures this run can draw, and the skipped ones with the reason."""
+    names, skipped = [], {}
+    for name in cfg.figures:
+        if name not in TRIAL_FIGURES:
+            continue
+        missing = [m for m in TRIAL_FIGURE_NEEDS.get(name, ()) if m not in methods]
+        if missing:
+            skipped[name] = f"needs the {' and '.join(missing)} method(s), not in this run"
+            logger.info("figure %s skipped: %s", name, skipped[name])
+        else:
+            names.append(name)
+    return names, skipped
 
 
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     """Runs an experiment described by a composed config and writes its outputs.
+
+    Every config value is checked before any data is read. ``results.json`` carries the run's
+    status (``running``, ``complete``, ``failed``, ``interrupted``), the process's pid, host and
+    start time, and fit warnings (a DPP fit whose status is not ``converged``); ``heartbeat.json``
+    is refreshed while the process lives, so :func:`dpp.reporting.run_state` recognises a killed
+    run. With ``resume=true`` a run continues in the same directory from its finished trials; a
+    directory that already holds a run is otherwise refused.
 
     Args:
         cfg: the root config (``configs/config.yaml`` with overrides).
@@ -347,62 +483,89 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         The content of ``results.json``.
 
     Raises:
-        ValueError, FileNotFoundError: for bad settings or missing data; ``results.json`` then
-            holds the trials finished so far with ``status = "failed"``.
+        ConfigError: a bad config value (before anything is written) or a directory that
+            already holds a run.
+        NonFiniteResultError: a fit or metric is not finite; ``results.json`` then holds the
+            trials finished so far with ``status = "failed"``.
+        RunInterrupted: SIGTERM or SIGINT; ``status = "interrupted"``.
+        ValueError, FileNotFoundError: for bad data; ``status = "failed"``.
     """
-    out = _output_dir(output_dir)
-    (out / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    for name in cfg.figures:
-        if name not in TRIAL_FIGURES and name not in RUN_FIGURES:
-            raise ValueError(f"unknown figure {name!r}")
-    for name in cfg.reports:
-        if name not in REPORTS:
-            raise ValueError(f"unknown report {name!r}; known: {sorted(REPORTS)}")
-    start = time.perf_counter()
+    check_config(cfg, METHODS, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
     methods = methods_of(cfg)
+    out = _output_dir(output_dir)
+    records = _resume_records(out, cfg, methods)
+    done_trials = sorted({r["trial"] for r in records})
+    (out / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    trial_figures, skipped_figures = _trial_figures(cfg, methods)
+    start = time.perf_counter()
     header = {
         "experiment": cfg.name,
         "dataset": cfg.dataset.name,
         "methods": list(methods),
         "num_trials": cfg.trials,
+        **process_identity(),
     }
-    records: list[dict] = []
-    try:
-        # a partial, called here, so that the loader's own errors reach the user unwrapped
-        dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
-        header["data_seconds"] = time.perf_counter() - start
-        header["dataset_info"] = dataset.info
-        logger.info(
-            "dataset %s: %d sets, %d classes (%.1f s)",
-            dataset.name,
-            dataset.sets.num_sets,
-            dataset.sets.num_classes,
-            header["data_seconds"],
-        )
-        for trial in range(cfg.trials):
-            done = _run_trial(cfg, dataset, methods, trial, records, out, header)
-            if trial == 0:
-                for name in cfg.figures:
-                    if name in TRIAL_FIGURES:
+    if done_trials:
+        header["resumed_trials"] = done_trials
+        logger.info("resuming %s: trials %s already finished", out, done_trials)
+    if skipped_figures:
+        header["skipped_figures"] = skipped_figures
+    warnings: list[str] = [
+        f"trial {r['trial']} {r['method']}: {r['fit_status']}: {r['info']['status_reason']}"
+        for r in records
+        if r.get("fit_status") not in (None, *CLEAN_STATUSES)
+    ]
+    with Heartbeat(out), _signals_interrupt():
+        try:
+            write_results(out, header, records, "running", warnings=warnings)
+            # a partial, called here, so that the loader's own errors reach the user unwrapped
+            dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
+            header["data_seconds"] = time.perf_counter() - start
+            header["dataset_info"] = dataset.info
+            logger.info(
+                "dataset %s: %d sets, %d classes (%.1f s)",
+                dataset.name,
+                dataset.sets.num_sets,
+                dataset.sets.num_classes,
+                header["data_seconds"],
+            )
+            for trial in range(cfg.trials):
+                if trial in done_trials:
+                    continue
+                done = _run_trial(cfg, dataset, methods, trial, records, out, header, warnings)
+                if trial == 0:
+                    for name in trial_figures:
                         TRIAL_FIGURES[name](out, done, dataset)
-    except BaseException as err:
-        write_results(
-            out,
-            header,
-            records,
-            "failed",
-            error=f"{type(err).__name__}: {err}",
-            wall_seconds=time.perf_counter() - start,
-        )
-        raise
-    for name in cfg.figures:
-        if name in RUN_FIGURES:
-            RUN_FIGURES[name](out, records, name)
-    results = write_results(
-        out, header, records, "complete", wall_seconds=time.perf_counter() - start
-    )
-    for name in cfg.reports:
-        filename, build = REPORTS[name]
-        (out / filename).write_text(build(results))
+            records.sort(key=lambda r: (r["trial"], list(methods).index(r["method"])))
+            for name in cfg.figures:
+                if name in RUN_FIGURES:
+                    RUN_FIGURES[name](out, records, name)
+            results = write_results(
+                out,
+                header,
+                records,
+                "complete",
+                warnings=warnings,
+                wall_seconds=time.perf_counter() - start,
+            )
+            for name in cfg.reports:
+                filename, build = REPORTS[name]
+                (out / filename).write_text(build(results))
+        except BaseException as err:
+            status = (
+                "interrupted" if isinstance(err, RunInterrupted | KeyboardInterrupt) else "failed"
+            )
+            write_results(
+                out,
+                header,
+                records,
+                status,
+                error=f"{type(err).__name__}: {err}",
+                warnings=warnings,
+                wall_seconds=time.perf_counter() - start,
+            )
+            raise
+    for warning in warnings:
+        logger.warning("%s", warning)
     logger.info("results in %s", out)
     return results

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpp.errors import NonFiniteResultError
+
 
 def accuracy(log_probs: np.ndarray, labels: np.ndarray) -> float:
     """Fraction of sets whose predicted argmax equals the argmax of their (soft) label.
@@ -65,9 +67,19 @@ def evaluate(log_probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
 
     Returns:
         ``{"accuracy", "test_log_likelihood"[, "kl_bits"]}``.
+
+    Raises:
+        NonFiniteResultError: if any row of ``log_probs`` holds NaN or inf (an accuracy counted
+            on NaN rows would silently call them class 0).
     """
     log_probs = np.asarray(log_probs, dtype=np.float64)
     labels = np.asarray(labels, dtype=np.float64)
+    bad = ~np.all(np.isfinite(log_probs), axis=1)
+    if bad.any():
+        raise NonFiniteResultError(
+            f"non-finite predicted log-probabilities for {int(bad.sum())} of {bad.size} sets "
+            f"(first: set {int(np.flatnonzero(bad)[0])})"
+        )
     metrics = {
         "accuracy": accuracy(log_probs, labels),
         "test_log_likelihood": mean_log_likelihood(log_probs, labels),

@@ -124,8 +124,8 @@ def fit_status(
     """The truthful status of a DPP fit, and a sentence saying why.
 
     * ``saturated``: at least :data:`SATURATED_FRACTION` of the training vectors have one-hot
-      codes: the gradients vanish and the model has reduced to the standard prototype,
-      whatever the stopping rule said;
+      codes: the gradients vanish, so the fit stopped at the hard assignments of eq. (1) to its
+      current centres, whatever the stopping rule said;
     * ``converged``: the stopping rule was met after a round that raised ``L``, or at a
       stationary point (gradient norm below :data:`STATIONARY_GRAD_NORM`);
     * ``stalled``: the last round raised ``L`` by nothing although the gradient is not small
@@ -150,8 +150,8 @@ def fit_status(
     grad_norm = float(diag.grad_norm[last])
     if saturated_fraction >= SATURATED_FRACTION:
         return "saturated", (
-            f"{100 * saturated_fraction:.1f}% of the training vectors have one-hot codes: the "
-            "gradients vanish and the fit has reduced to the standard prototype"
+            f"{100 * saturated_fraction:.1f}% of the training vectors have one-hot codes, where "
+            "the gradients vanish: the fit stopped at hard assignments to its centres (eq. 1)"
         )
     if round_cap is not None and not bool(result.converged) and last == round_cap:
         return "early_stopped", f"stopped after round {last}, the best on the validation sets"
@@ -193,14 +193,16 @@ def fit_dpp(
         settings: static solver settings (``prototype_solver`` may be Adam; its ``capacity`` is
             filled in here).
         key: PRNG key (mini-batch shuffling).
-        mode: ``coordinate_ascent`` (section 4) or ``joint`` (one solver run on all parameters).
+        mode: ``coordinate_ascent`` (section 4) or ``joint`` (rounds of one solver run on all
+            parameters).
         beta_scale: multiplier of the beta heuristic of :func:`dpp.init.init_log_beta`.
         per_prototype_beta: one ``beta`` per prototype instead of one shared.
-        validation_fraction: early stopping: if > 0, this fraction of the training sets (stratified by the label's argmax, drawn from ``key``) is held out,
-            the fit on the rest records the validation log-likelihood per round and
-            stops after ``settings.patience`` rounds without improvement, and the model is then
-            refitted on all training sets for the best number of rounds. 0 (default) runs to the
-            tolerance or ``max_rounds``.
+        validation_fraction: early stopping: if > 0, this fraction of the training sets
+            (stratified by the label's argmax, drawn from ``key``) is held out, the fit on the
+            rest records the validation log-likelihood per round and stops after
+            ``settings.patience`` rounds without improvement, and the model is then refitted on
+            all training sets for the best number of rounds. 0 (default) runs to the tolerance
+            or ``max_rounds``.
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
@@ -259,7 +261,8 @@ def fit_dpp(
     diag = {
         k: [None if isinstance(x, float) and not np.isfinite(x) else x for x in v]
         for k, v in (
-            (k, np.asarray(v)[: rounds + 1].tolist()) for k, v in result.diagnostics._asdict().items()
+            (k, np.asarray(v)[: rounds + 1].tolist())
+            for k, v in result.diagnostics._asdict().items()
         )
     }  # NaN (not measured) as None, so records compare equal and serialise as JSON null
     offset = normalizer.log_beta_offset()
@@ -281,12 +284,12 @@ def fit_dpp(
         info["early_stopping"] = early
     if status not in CLEAN_STATUSES:
         logger.warning("DPP fit %s: %s", status, reason)
-    return FittedModel(
-        "dpp", params.mu, params.log_beta, params.theta, history, info, normalizer
-    )
+    return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
 
 
-def _early_stopping(solve, params0, train: RaggedSets, settings: FitSettings, key, fraction) -> dict:
+def _early_stopping(
+    solve, params0, train: RaggedSets, settings: FitSettings, key, fraction
+) -> dict:
     """Best number of rounds by the validation log-likelihood on a held-out part of ``train``."""
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     strata = np.argmax(np.asarray(train.labels), axis=1)

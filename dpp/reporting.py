@@ -2,6 +2,12 @@
 
 Writers here only read the per-trial records, so a table can always be rebuilt from
 ``results.json`` alone (:func:`load_results`).
+
+A run is recognisable from its files alone: ``results.json`` holds its ``status``
+(``running``, ``complete``, ``failed`` or ``interrupted``), the ``pid``, ``host`` and
+``started_at`` of the process, and a :class:`Heartbeat` thread rewrites ``heartbeat.json`` every
+few seconds while the process lives. :func:`run_state` turns a ``running`` status whose process is
+gone (same host) or whose heartbeat is stale into ``killed``.
 """
 
 from __future__ import annotations
@@ -9,6 +15,10 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import socket
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -96,10 +106,10 @@ def write_results(out_dir: Path, header: dict, records: list[dict], status: str,
 
     Args:
         out_dir: run directory.
-        header: run-level fields (experiment, dataset, methods, ...).
+        header: run-level fields (experiment, dataset, methods, pid, host, ...).
         records: per-(trial, method) dicts.
-        status: ``running``, ``complete`` or ``failed``.
-        **extra: further top-level fields (``error``, ``wall_seconds``, ...).
+        status: ``running``, ``complete``, ``failed`` or ``interrupted``.
+        **extra: further top-level fields (``error``, ``warnings``, ``wall_seconds``, ...).
 
     Returns:
         The results dictionary written to ``results.json``.
@@ -120,8 +130,121 @@ def write_results(out_dir: Path, header: dict, records: list[dict], status: str,
     tmp.replace(out_dir / "results.json")
     _write_csv(out_dir / "results.csv", records)
     title = f"# {header.get('experiment', 'dpp')}: {header.get('dataset', '')}\n\n"
-    (out_dir / "table.md").write_text(title + markdown_table(summary) if records else title)
+    table = title + _status_line(results) + (markdown_table(summary) if records else "")
+    if results.get("warnings"):
+        table += "\nWarnings:\n\n" + "".join(f"- {w}\n" for w in results["warnings"])
+    (out_dir / "table.md").write_text(table)
     return results
+
+
+def _status_line(results: dict) -> str:
+    status = results["status"]
+    if status == "complete":
+        return ""
+    trials = len({r["trial"] for r in results["trials"]})
+    line = (
+        f"**Status: {status}.** Partial results: {trials} of {results.get('num_trials', '?')} "
+        f"trials (pid {results.get('pid', '?')} on {results.get('host', '?')}, started "
+        f"{results.get('started_at', '?')})."
+    )
+    if results.get("error"):
+        line += f" Error: {results['error']}"
+    return line + "\n\n"
+
+
+#: Seconds between heartbeats, and the age after which a ``running`` run counts as killed.
+HEARTBEAT_SECONDS = 10.0
+STALE_SECONDS = 120.0
+
+
+class Heartbeat:
+    """Rewrites ``heartbeat.json`` (pid, host, time) every few seconds while a run lives.
+
+    A context manager: the daemon thread starts on entry and stops on exit. SIGKILL stops it
+    with the process, so the file's age tells a reader that the run is dead.
+    """
+
+    def __init__(self, out_dir: Path, interval: float = HEARTBEAT_SECONDS):
+        self.path = Path(out_dir) / "heartbeat.json"
+        self.interval = interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True, name="dpp-heartbeat")
+
+    def _write(self) -> None:
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "time": time.time()}
+        tmp = self.path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(record))
+        tmp.replace(self.path)
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self._write()
+            except OSError:  # the directory went away; nothing to report to
+                return
+
+    def __enter__(self) -> Heartbeat:
+        self._write()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def process_identity() -> dict:
+    """``pid``, ``host`` and ``started_at`` (ISO 8601, UTC) of this process's run."""
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by someone else
+        return True
+    return True
+
+
+def run_state(run_dir: Path, now: float | None = None) -> tuple[str, str]:
+    """The status of a run as its files tell it, and why.
+
+    ``running`` is trusted only while the process is alive (checked by pid on the same host)
+    and its heartbeat is fresh; otherwise the run was killed (SIGKILL, a node failure, a
+    scheduler's time limit) and is reported as ``killed``.
+
+    Args:
+        run_dir: a run directory holding ``results.json``.
+        now: current time (seconds since the epoch); default ``time.time()``.
+
+    Returns:
+        ``(status, explanation)``.
+
+    Raises:
+        FileNotFoundError: if ``results.json`` is missing.
+    """
+    results = load_results(run_dir)
+    status = results.get("status", "?")
+    trials = len({r["trial"] for r in results.get("trials", [])})
+    done = f"{trials} of {results.get('num_trials', '?')} trials recorded"
+    if status != "running":
+        return status, done
+    now = time.time() if now is None else now
+    beat_path = Path(run_dir) / "heartbeat.json"
+    beat = json.loads(beat_path.read_text()) if beat_path.is_file() else None
+    pid, host = results.get("pid"), results.get("host")
+    if pid is not None and host == socket.gethostname() and not _pid_alive(int(pid)):
+        return "killed", f"process {pid} on {host} is gone; {done}"
+    if beat is None or now - beat["time"] > STALE_SECONDS:
+        age = "no heartbeat" if beat is None else f"last heartbeat {now - beat['time']:.0f} s ago"
+        return "killed", f"{age} (process {pid} on {host}); {done}"
+    return "running", f"process {pid} on {host} is alive; {done}"
 
 
 def load_results(run_dir: Path) -> dict:

@@ -5,17 +5,40 @@ Examples:
     python experiments/run.py model.K=4 optimizer=lbfgs_jaxopt trials=3
     python experiments/run.py -m model.l2=1e-3,1e-2            # a sweep
     python experiments/run.py experiment=synthetic_large
+    python experiments/run.py hydra.run.dir=outputs/mine resume=true   # continue a killed run
+
+Exit codes: 0 complete; 1 failed (e.g. a non-finite result, named in the message); 2 a bad config
+value or bad data (the message names the key or the file and line); 130/143 interrupted by
+SIGINT/SIGTERM. User errors print one line, not a traceback.
 """
+
+import logging
+import sys
 
 import hydra
 from omegaconf import DictConfig
 
+from dpp.errors import USER_ERRORS, NonFiniteResultError, RunInterrupted
 from dpp.experiment import run
+
+logger = logging.getLogger("dpp")
+
+EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 
 
 @hydra.main(config_path="../configs", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> None:
-    run(cfg)
+    try:
+        run(cfg)
+    except USER_ERRORS as err:
+        logger.error("%s", err)
+        sys.exit(2)
+    except NonFiniteResultError as err:
+        logger.error("run failed: %s", err)
+        sys.exit(1)
+    except RunInterrupted as err:
+        logger.error("run %s; results.json records status 'interrupted'", err)
+        sys.exit(EXIT_CODES.get(err.signal_name, 1))
 
 
 if __name__ == "__main__":

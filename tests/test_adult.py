@@ -9,6 +9,7 @@ from hydra import compose, initialize_config_dir
 from dpp.baselines.class_prior import fit_class_prior
 from dpp.datasets.adult import CONTINUOUS, GROUP_BY, WORKCLASSES, group_records, read_records
 from dpp.datasets.base import default_data_dir
+from dpp.errors import DataError
 from dpp.experiment import run
 from dpp.sets import RaggedSets
 
@@ -91,3 +92,46 @@ def test_adult_experiment_runs_on_a_subsample(tmp_path):
     assert "1.12" in table and "Class prior" in table
     prototypes = (tmp_path / "prototypes.csv").read_text().splitlines()
     assert len(prototypes) == 1 + 3 and "p(Private)" in prototypes[0]
+
+
+# ------------------------------------------------------------------ issue 8, observation 7
+def _adult_copy(tmp_path, edit):
+    """The real ADULT files copied, with ``edit(lines)`` applied to adult.data."""
+    source = FOLDER
+    if not (source / "adult.data").is_file():
+        pytest.skip(f"ADULT not found in {FOLDER}")
+    folder = tmp_path / "adult"
+    folder.mkdir()
+    (folder / "adult.test").write_text((source / "adult.test").read_text())
+    lines = (source / "adult.data").read_text().splitlines(keepends=True)[:400]
+    (folder / "adult.data").write_text("".join(edit(lines)))
+    return folder
+
+
+def test_record_cut_short_names_file_and_line(tmp_path):
+    """Was: pandas' "could not convert string to float: ''" with no file or line."""
+    folder = _adult_copy(tmp_path, lambda lines: lines[:250] + [lines[250][:40]])
+    with pytest.raises(DataError, match=r"adult\.data, line 251: record cut short"):
+        read_records(folder)
+
+
+def test_truncated_income_label_is_rejected(tmp_path):
+    """Was: a truncated income `<=` became a third class and 17.5 k records vanished silently."""
+
+    def truncate(lines):
+        lines[99] = lines[99].rstrip("\n").rsplit(",", 1)[0] + ", <=\n"
+        return lines
+
+    folder = _adult_copy(tmp_path, truncate)
+    with pytest.raises(DataError, match=r"adult\.data, line 100: unknown income '<='"):
+        read_records(folder)
+
+
+def test_non_numeric_field_names_the_column(tmp_path):
+    def corrupt(lines):
+        lines[9] = "forty" + lines[9][2:]
+        return lines
+
+    folder = _adult_copy(tmp_path, corrupt)
+    with pytest.raises(DataError, match=r"line 10: 'age' is not a number: 'forty'"):
+        read_records(folder)

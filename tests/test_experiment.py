@@ -96,6 +96,7 @@ def test_same_seed_repeats_exactly(tmp_path):
     cfg = _compose(FAST + ["trials=2"])
     first = run(cfg, output_dir=tmp_path / "a")
     second = run(cfg, output_dir=tmp_path / "b")
+
     def without_timings(record):
         out = {k: v for k, v in record.items() if not k.endswith("seconds")}
         out["info"] = {k: v for k, v in record["info"].items() if k != "seconds"}
@@ -121,4 +122,6 @@ def test_missing_data_is_reported_in_results(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         run(cfg, output_dir=tmp_path / "run")
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert on_disk["status"] == "failed" and "nowhere" in on_disk["error"] and on_disk["trials"] == []
+    assert (
+        on_disk["status"] == "failed" and "nowhere" in on_disk["error"] and on_disk["trials"] == []
+    )

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dpp.datasets.base import Dataset, resolve_data_dir
+from dpp.errors import DataError
 from dpp.sets import RaggedSets
 
 COLUMNS = (
@@ -47,8 +48,8 @@ def read_records(folder) -> pd.DataFrame:
 
     Raises:
         FileNotFoundError: naming a missing file.
-        ValueError: naming the file, the line and the problem of the first corrupt record (a
-            line cut short, a field that is not a number, an unknown label value).
+        DataError: (a ``ValueError``) naming the file, the line and the problem of the first
+            corrupt record (a line cut short, a field that is not a number, an unknown label).
     """
     frames = []
     for name, skip in (("adult.data", 0), ("adult.test", 1)):
@@ -76,7 +77,7 @@ def _check_records(frame: pd.DataFrame, line: np.ndarray, path) -> None:
     """Raises ``ValueError`` naming the file and line of the first corrupt record."""
 
     def fail(row: int, problem: str):
-        raise ValueError(f"{path}, line {int(line[row])}: {problem}")
+        raise DataError(f"{path}, line {int(line[row])}: {problem}")
 
     missing = (frame == "").to_numpy()
     if missing.any():

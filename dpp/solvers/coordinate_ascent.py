@@ -405,9 +405,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
         theta_iters=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.num_iter),
         prototype_accepted=jnp.zeros(rows, bool),
         theta_accepted=jnp.zeros(rows, bool),
-        linesearch_failures=jnp.zeros(rows, jnp.int32).at[0].set(
-            theta_result.linesearch_failures
-        ),
+        linesearch_failures=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.linesearch_failures),
         grad_norm=jnp.full(rows, jnp.nan, value.dtype),
     )
 

@@ -1,0 +1,35 @@
+"""Errors a user can act on; the command line prints their message alone, without a traceback.
+
+* :class:`ConfigError`: a config value is invalid (raised before any data is read).
+* :class:`DataError`: a data file is corrupt or holds unknown values (names the file and line).
+* :class:`NonFiniteResultError`: a fit or an evaluation produced NaN or inf (names the method and
+  the trial); the run ends with status ``failed``.
+* :class:`RunInterrupted`: SIGTERM or SIGINT stopped the run; it ends with status
+  ``interrupted``.
+"""
+
+from __future__ import annotations
+
+
+class ConfigError(ValueError):
+    """A config value is invalid; the message names the key, the rule and the value."""
+
+
+class DataError(ValueError):
+    """A data file is corrupt or holds values the loader does not know."""
+
+
+class NonFiniteResultError(RuntimeError):
+    """A fit or a metric is NaN or infinite."""
+
+
+class RunInterrupted(BaseException):
+    """The run received SIGTERM or SIGINT (a ``BaseException``, like ``KeyboardInterrupt``)."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(f"interrupted by {signal_name}")
+        self.signal_name = signal_name
+
+
+#: Errors whose message is the whole story for a command-line user.
+USER_ERRORS = (ConfigError, DataError, FileNotFoundError)

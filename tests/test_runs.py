@@ -1,0 +1,191 @@
+"""Issue 8, observations 5 and 6: runs that die are recorded, bad settings fail first and clearly.
+
+The signal tests run ``experiments/run.py`` in a subprocess, as a scheduler would.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_experiment import FAST, _compose
+
+import dpp.experiment
+from dpp.errors import ConfigError, NonFiniteResultError
+from dpp.experiment import run
+from dpp.model import FittedModel
+from dpp.reporting import run_state
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _results(path: Path) -> dict:
+    return json.loads((path / "results.json").read_text())
+
+
+# ------------------------------------------------------------------ observation 6: bad settings
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("trials=0", "trials must be a positive integer, got 0"),
+        ("seed=abc", "seed must be an integer >= 0, got 'abc'"),
+        ("model.K=0", "model.K must be a positive integer, got 0"),
+        ("model.l2=-1", "model.l2 must be a finite number >= 0"),
+        ("model.beta_scale=0", "model.beta_scale must be a finite number > 0"),
+        ("model.mode=anneal", "model.mode must be one of coordinate_ascent, joint"),
+        ("optimizer.max_iter=0", "optimizer.max_iter must be a positive integer"),
+        ("l2_selection.folds=1", "l2_selection.folds must be an integer >= 2"),
+        ("dataset.split.train_fraction=1.5", "dataset.split.train_fraction must be"),
+        ("figures=[nope]", "figures[0] must be one of"),
+    ],
+)
+def test_bad_settings_fail_before_any_data_is_read(tmp_path, override, message):
+    # the data directory does not exist: a config error must come first
+    cfg = _compose(["dataset=mpeg7", f"data_dir={tmp_path / 'nowhere'}", override])
+    with pytest.raises(ConfigError) as err:
+        run(cfg, output_dir=tmp_path / "run")
+    assert message in str(err.value)
+    assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_user_error_exits_2_with_one_line_and_no_traceback(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "experiments/run.py", "model.K=0", f"hydra.run.dir={tmp_path}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    output = proc.stdout + proc.stderr
+    assert "model.K must be a positive integer, got 0" in output
+    assert "Traceback" not in output
+
+
+def test_baseline_alone_skips_the_figure_that_needs_dpp(tmp_path):
+    """Was: `python experiments/run.py model=standard` (a README command) crashed on figure1."""
+    cfg = _compose(["model=standard", "dataset.loader.num_sets=40", "optimizer.theta_max_iter=100"])
+    results = run(cfg, output_dir=tmp_path)
+    assert results["status"] == "complete" and results["methods"] == ["standard"]
+    assert "figure1" in results["skipped_figures"]
+    assert not (tmp_path / "figure1.png").exists()
+
+
+def test_huge_beta_scale_is_finite_and_flagged(tmp_path):
+    """Was: model.beta_scale=1e45 ended `complete` with test log-lik NaN in the table."""
+    results = run(_compose(FAST + ["model.beta_scale=1e45"]), output_dir=tmp_path)
+    record = results["trials"][0]
+    assert np.isfinite(record["test_log_likelihood"])
+    assert record["fit_status"] == "saturated"
+    assert any("trial 0 dpp: saturated" in w for w in results["warnings"])
+    assert "Warnings:" in (tmp_path / "table.md").read_text()
+
+
+def test_adam_still_improving_is_a_warning_not_converged(tmp_path):
+    """Was: Adam's non-convergence only showed as `converged: false` deep in results.json."""
+    fast = [o for o in FAST if not o.startswith("optimizer.max_iter")]
+    cfg = _compose(fast + ["optimizer=adam", "optimizer.epochs=1", "model.max_rounds=2"])
+    results = run(cfg, output_dir=tmp_path)
+    record = next(r for r in results["trials"] if r["method"] == "dpp")
+    assert record["fit_status"] == "max_rounds" and record["info"]["converged"] is False
+    assert any(w.startswith("trial 0 dpp: max_rounds") for w in results["warnings"])
+
+
+def test_non_finite_predictions_fail_the_run_naming_method_and_trial(tmp_path, monkeypatch):
+    def broken(train, centres, model_cfg, cfg, key, l2):
+        k, c = centres.shape[0], train.num_classes
+        mu = jnp.asarray(centres, jnp.float32)
+        return FittedModel("standard", mu, None, jnp.full((k, c), jnp.nan), np.zeros(0), {})
+
+    monkeypatch.setitem(dpp.experiment.METHODS, "standard", broken)
+    with pytest.raises(NonFiniteResultError, match="trial 0, method standard"):
+        run(_compose(FAST), output_dir=tmp_path)
+    on_disk = _results(tmp_path)
+    assert on_disk["status"] == "failed" and "method standard" in on_disk["error"]
+    assert [r["method"] for r in on_disk["trials"]] == ["dpp"]  # what finished is kept
+    assert "**Status: failed.**" in (tmp_path / "table.md").read_text()
+
+
+# ------------------------------------------------------------------ observation 5: killed runs
+def test_a_run_never_overwrites_another(tmp_path):
+    run(_compose(FAST), output_dir=tmp_path)
+    with pytest.raises(ConfigError, match="already holds the results of a run"):
+        run(_compose(FAST), output_dir=tmp_path)
+
+
+def _start(out: Path, *overrides: str) -> subprocess.Popen:
+    args = [sys.executable, "experiments/run.py", *FAST, "figures=[]", f"hydra.run.dir={out}"]
+    return subprocess.Popen(
+        [*args, *overrides], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+
+
+def _wait_for_records(out: Path, proc: subprocess.Popen, count: int, timeout=240.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the run ended early with exit code {proc.returncode}")
+        try:
+            if len(_results(out)["trials"]) >= count:
+                return
+        except (FileNotFoundError, json.JSONDecodeError):
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise AssertionError("the run recorded nothing in time")
+
+
+def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
+    out = tmp_path / "run"
+    proc = _start(out, "trials=3")
+    _wait_for_records(out, proc, count=2)  # trial 0 finished
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143
+    interrupted = _results(out)
+    assert interrupted["status"] == "interrupted" and "SIGTERM" in interrupted["error"]
+    assert interrupted["pid"] == proc.pid
+    assert run_state(out)[0] == "interrupted"
+    assert "**Status: interrupted.**" in (out / "table.md").read_text()
+    finished = {r["trial"] for r in interrupted["trials"]}
+
+    results = run(_compose(FAST + ["trials=3", "figures=[]", "resume=true"]), output_dir=out)
+    assert results["status"] == "complete"
+    assert sorted({r["trial"] for r in results["trials"]}) == [0, 1, 2]
+    assert set(results["resumed_trials"]) <= finished
+    kept = [r for r in interrupted["trials"] if r["trial"] in results["resumed_trials"]]
+    assert kept == [r for r in results["trials"] if r["trial"] in results["resumed_trials"]]
+
+
+def test_sigkill_is_recognised_from_the_files(tmp_path):
+    out = tmp_path / "run"
+    proc = _start(out, "trials=50")
+    _wait_for_records(out, proc, count=1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert _results(out)["status"] == "running"  # what the files say, frozen
+    status, why = run_state(out)
+    assert status == "killed" and str(proc.pid) in why
+
+
+def test_stale_heartbeat_from_another_host_reads_as_killed(tmp_path):
+    run(_compose(FAST), output_dir=tmp_path)
+    results = _results(tmp_path)
+    results.update(status="running", host="elsewhere", pid=os.getpid())
+    (tmp_path / "results.json").write_text(json.dumps(results))
+    beat = json.loads((tmp_path / "heartbeat.json").read_text())
+    assert run_state(tmp_path, now=beat["time"] + 5)[0] == "running"
+    assert run_state(tmp_path, now=beat["time"] + 3600)[0] == "killed"
+
+
+def test_resume_refuses_a_changed_config(tmp_path):
+    run(_compose(FAST), output_dir=tmp_path)
+    with pytest.raises(
+        ConfigError, match=r"differs from the run .* in: baselines\.standard\.K, model\.K$"
+    ):
+        run(_compose(FAST + ["model.K=3", "resume=true"]), output_dir=tmp_path)
