@@ -25,7 +25,14 @@ from dpp.init import init_log_beta
 from dpp.likelihood import Params
 from dpp.normalize import IDENTITY, Normalizer
 from dpp.sets import RaggedSets
-from dpp.solvers.coordinate_ascent import FitResult, FitSettings, coordinate_ascent, fit_joint
+from dpp.solvers.coordinate_ascent import (
+    FitResult,
+    FitSettings,
+    coordinate_ascent,
+    fit_joint,
+    round_seconds,
+    start_round_clock,
+)
 from dpp.solvers.minibatch import AdamSettings, batch_capacity
 
 logger = logging.getLogger(__name__)
@@ -246,8 +253,10 @@ def fit_dpp(
     if validation_fraction > 0:
         early = _early_stopping(solve, params0, train, settings, key, validation_fraction)
         cap = jnp.int32(early["best_round"])
+    clock = start_round_clock()
     result = jax.block_until_ready(solve(params0, train, settings, key, round_cap=cap))
     seconds = time.perf_counter() - t0
+    per_round = round_seconds(clock)
     params = result.params
     for name, value in zip(Params._fields, params, strict=True):
         if not np.all(np.isfinite(np.asarray(value))):
@@ -280,6 +289,8 @@ def fit_dpp(
         "seconds": seconds,
         "steps": diag,
     }
+    if len(per_round) == rounds:
+        diag["seconds"] = [None, *per_round]  # row 0 (initial Theta-step) is inside round 1
     if early is not None:
         info["early_stopping"] = early
     if status not in CLEAN_STATUSES:

@@ -100,6 +100,9 @@ def test_same_seed_repeats_exactly(tmp_path):
     def without_timings(record):
         out = {k: v for k, v in record.items() if not k.endswith("seconds")}
         out["info"] = {k: v for k, v in record["info"].items() if k != "seconds"}
+        if "steps" in out["info"]:
+            steps = out["info"]["steps"]
+            out["info"]["steps"] = {k: v for k, v in steps.items() if k != "seconds"}
         return out
 
     for a, b in zip(first["trials"], second["trials"], strict=True):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import time
 from typing import NamedTuple
 
 import jax
@@ -306,6 +307,30 @@ def _accept(candidate: Params, current: Params, current_value, sets, settings: F
     return chosen, jnp.where(better, value, current_value), better
 
 
+#: Host clock readings ``(round, perf_counter)`` appended at the end of every round, for the
+#: per-round seconds of :func:`round_seconds`; cleared by :func:`start_round_clock`.
+_ROUND_CLOCK: list[tuple[int, float]] = []
+
+
+def _tick(round_) -> None:
+    _ROUND_CLOCK.append((int(round_), time.perf_counter()))
+
+
+def start_round_clock() -> float:
+    """Clears the round clock and returns the start time (host ``perf_counter``)."""
+    _ROUND_CLOCK.clear()
+    return time.perf_counter()
+
+
+def round_seconds(start: float) -> list[float]:
+    """Wall-clock seconds of each round since :func:`start_round_clock`.
+
+    Compilation and the initial Theta-step count in the first round.
+    """
+    times = [start] + [t for _, t in sorted(_ROUND_CLOCK)]
+    return [b - a for a, b in zip(times[:-1], times[1:], strict=True)]
+
+
 def _log_round(round_, value, beta, rel_change):
     logger.info(
         "coordinate ascent round %3d  L = %.6g  beta = %.4g  rel. change = %.3g",
@@ -395,7 +420,9 @@ def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
 
 def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, joint: bool):
     """The round loop shared by coordinate ascent and the joint fit (traced)."""
-    cap = jnp.int32(settings.max_rounds) if round_cap is None else jnp.asarray(round_cap, jnp.int32)
+    cap = jnp.int32(settings.max_rounds)
+    if round_cap is not None:  # never past the preallocated history
+        cap = jnp.minimum(jnp.asarray(round_cap, jnp.int32), cap)
     params, theta_result = _theta_step(params0, sets, settings)
     value = objective(params, sets, settings.l2, settings.prior)
     rows = settings.max_rounds + 1
@@ -459,6 +486,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             jax.debug.callback(
                 _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
             )
+        jax.debug.callback(_tick, round_, ordered=True)
         converged = rel_change <= settings.tol
         history = history.at[round_].set(value)
         return params, value, round_, history, converged, key, diag, (val_history, best)
