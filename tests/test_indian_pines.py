@@ -11,6 +11,7 @@ from dpp.baselines import infoloss
 from dpp.datasets.base import default_data_dir
 from dpp.datasets.indian_pines import load_indian_pines, window_members
 from dpp.encoding import encode_hard
+from dpp.errors import DataError
 from dpp.experiment import run
 from dpp.init import kmeans_centres
 from dpp.likelihood import Params, objective
@@ -170,3 +171,20 @@ def test_table2_experiment_runs_on_a_subset(tmp_path):
     assert {r["num_test"] for r in results["trials"]} == {30}
     table = (tmp_path / "table2.md").read_text()
     assert "81.25 ± 0.72" in table and "Different data sets" in table
+
+
+def test_unknown_ground_truth_label_is_rejected(tmp_path):
+    """Issue 8: loaders reject unknown label values, naming the file."""
+    import scipy.io
+
+    folder = tmp_path / "hyperspectral"
+    folder.mkdir()
+    np.save(folder / "Indian_pines_corrected.npy", np.ones((4, 5, 3), np.uint16))
+    gt = np.zeros((4, 5), np.uint8)
+    gt[1, 2] = 17
+    scipy.io.savemat(folder / "Indian_pines_gt.mat", {"indian_pines_gt": gt})
+    with pytest.raises(DataError, match=r"Indian_pines_gt\.mat: unknown class label 17"):
+        load_indian_pines(str(tmp_path), window=3, num_classes=1)
+    (folder / "Indian_pines_corrected.npy").write_bytes(b"not an array")
+    with pytest.raises(DataError, match=r"Indian_pines_corrected\.npy: cannot be read"):
+        load_indian_pines(str(tmp_path), window=3, num_classes=1)

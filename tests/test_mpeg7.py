@@ -8,7 +8,15 @@ from conftest import CONFIG_DIR
 from hydra import compose, initialize_config_dir
 
 from dpp.datasets.base import default_data_dir
-from dpp.datasets.mpeg7 import class_of, contour_features, load_mpeg7, outer_contour, read_mask
+from dpp.datasets.mpeg7 import (
+    class_of,
+    contour_features,
+    extract_features,
+    load_mpeg7,
+    outer_contour,
+    read_mask,
+)
+from dpp.errors import DataError
 from dpp.experiment import run
 
 IMAGES = default_data_dir() / "mpeg7" / "images"
@@ -109,3 +117,11 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
     assert "85.49 ± 1.43" in table and "Paired difference" in table
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
     assert on_disk["trials"][0]["l2"] in [g * 2 for g in cfg.l2_selection.grid]
+
+
+def test_unreadable_image_is_named(tmp_path):
+    """Issue 8: a corrupt data file is reported with its path, not as a bare PIL error."""
+    bad = tmp_path / "apple-1.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n truncated")
+    with pytest.raises(DataError, match="apple-1.png"):
+        extract_features([bad], keep_every=10, bins=10, progress=False)

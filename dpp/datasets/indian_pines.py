@@ -19,6 +19,7 @@ import scipy.io
 from numpy.lib.stride_tricks import sliding_window_view
 
 from dpp.datasets.base import Dataset, resolve_data_dir
+from dpp.errors import DataError
 from dpp.sets import RaggedSets, one_hot
 
 CUBE_FILE = "Indian_pines_corrected.npy"
@@ -82,16 +83,31 @@ def load_indian_pines(
 
     Raises:
         FileNotFoundError: naming the folder or file looked at.
+        DataError: (a ``ValueError``) for a file that cannot be read, a cube and ground truth that
+            do not line up, non-finite spectra, or an unknown class label, naming the file.
         ValueError: for unknown classes or a bad window.
     """
     folder = resolve_data_dir(data_dir, "hyperspectral")
     for name in (CUBE_FILE, GT_FILE):
         if not (folder / name).is_file():
             raise FileNotFoundError(f"Indian Pines file not found: {folder / name}")
-    cube = np.load(folder / CUBE_FILE, allow_pickle=False).astype(np.float32)  # uint16 -> float
-    gt = scipy.io.loadmat(folder / GT_FILE)["indian_pines_gt"]
-    if cube.shape[:2] != gt.shape:
-        raise ValueError(f"cube {cube.shape} and ground truth {gt.shape} do not line up")
+    try:
+        cube = np.load(folder / CUBE_FILE, allow_pickle=False).astype(np.float32)  # uint16
+    except (OSError, ValueError) as err:
+        raise DataError(f"{folder / CUBE_FILE}: cannot be read as a .npy array ({err})") from err
+    try:
+        gt = scipy.io.loadmat(folder / GT_FILE)["indian_pines_gt"]
+    except (OSError, ValueError, KeyError) as err:
+        raise DataError(
+            f"{folder / GT_FILE}: cannot be read as a .mat file holding 'indian_pines_gt' ({err})"
+        ) from err
+    if cube.ndim != 3 or cube.shape[:2] != gt.shape:
+        raise DataError(f"cube {cube.shape} and ground truth {gt.shape} do not line up")
+    if not np.all(np.isfinite(cube)):
+        raise DataError(f"{folder / CUBE_FILE}: the cube holds NaN or inf")
+    if gt.min() < 0 or gt.max() > 16:
+        bad = gt[(gt < 0) | (gt > 16)][0]
+        raise DataError(f"{folder / GT_FILE}: unknown class label {bad}; expected 0 to 16")
     counts = np.bincount(gt.ravel(), minlength=17)[1:]
     if classes:
         chosen = np.array(sorted(classes))

@@ -25,6 +25,7 @@ from skimage import measure
 from tqdm.auto import tqdm
 
 from dpp.datasets.base import Dataset, resolve_data_dir
+from dpp.errors import DataError
 from dpp.sets import RaggedSets, one_hot
 
 logger = logging.getLogger(__name__)
@@ -143,11 +144,17 @@ def extract_features(
     Returns:
         ``(features, contour_lengths)``: one ``[M_n, bins]`` array and one contour point count
         per image.
+
+    Raises:
+        DataError: naming the image that cannot be read or holds no usable contour.
     """
     features, lengths = [], []
     for path in tqdm(files, desc="MPEG-7 features", disable=not progress, unit="shape"):
-        contour = outer_contour(read_mask(path))
-        features.append(contour_features(contour, keep_every, bins))
+        try:
+            contour = outer_contour(read_mask(path))
+            features.append(contour_features(contour, keep_every, bins))
+        except (OSError, ValueError) as err:  # unreadable, truncated or empty image
+            raise DataError(f"{path}: {err}") from err
         lengths.append(len(contour))
     return features, lengths
 
