@@ -264,16 +264,15 @@ def fit_dpp(
     saturated = float(
         np.mean(np.asarray(_max_codes(train.vectors, params.mu, params.log_beta)) > SATURATED_CODE)
     )
-    status, reason = fit_status(result, saturated, mode, early and early["best_round"])
+    best_round = None if early is None else early["best_round"]
+    status, reason = fit_status(result, saturated, mode, best_round)
     rounds = int(result.num_rounds)
     history = np.asarray(result.history)[: rounds + 1]
-    diag = {
-        k: [None if isinstance(x, float) and not np.isfinite(x) else x for x in v]
-        for k, v in (
-            (k, np.asarray(v)[: rounds + 1].tolist())
-            for k, v in result.diagnostics._asdict().items()
-        )
-    }  # NaN (not measured) as None, so records compare equal and serialise as JSON null
+    diag = {}
+    for name, values in result.diagnostics._asdict().items():
+        values = np.asarray(values)[: rounds + 1].tolist()
+        # NaN (not measured) as None, so records compare equal and serialise as JSON null
+        diag[name] = [None if isinstance(x, float) and not np.isfinite(x) else x for x in values]
     offset = normalizer.log_beta_offset()
     beta = np.exp(np.asarray(params.log_beta, np.float64) - offset)
     beta_init = float(np.exp(np.mean(np.asarray(log_beta0, np.float64)) - offset))
