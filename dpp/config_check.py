@@ -150,7 +150,11 @@ def check_config(cfg: DictConfig, methods: Iterable[str], figures: Iterable[str]
         number(cfg, f"l2_selection.grid[{i}]", low=0)
     int_at_least(cfg, "l2_selection.folds", 2)
     split = choice(cfg, "dataset.split.kind", SPLIT_KINDS)
-    if split == "per_class":
+    if split == "spatial_blocks":
+        int_at_least(cfg, "dataset.split.train_per_class", 1)
+        int_at_least(cfg, "dataset.split.block_size", 1)
+        int_at_least(cfg, "dataset.split.buffer", 0)
+    elif split == "per_class":
         int_at_least(cfg, "dataset.split.train_per_class", 1)
     else:
         number(cfg, "dataset.split.train_fraction", low=0, high=1, low_open=True, high_open=True)

@@ -48,7 +48,7 @@ from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import FitSettings
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings
-from dpp.splits import prepare, split_indices
+from dpp.splits import block_ids, prepare, split_indices
 from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
@@ -250,8 +250,12 @@ def _kmeans_cache(train, seed: int, kmeans_cfg):
     return centres
 
 
-def _shared_l2(cfg, train, centres, seed) -> tuple[float | None, dict]:
-    """The trial's lambda when ``l2_selection.kind == cv`` (else ``None``: each method's own)."""
+def _shared_l2(cfg, train, centres, seed, groups=None) -> tuple[float | None, dict]:
+    """The trial's lambda when ``l2_selection.kind == cv`` (else ``None``: each method's own).
+
+    With ``groups`` (the spatial blocks of a ``spatial_blocks`` split) the folds keep every
+    block whole, so the selection is as spatially disjoint as the split.
+    """
     sel = cfg.l2_selection
     if sel.kind == "fixed":
         return None, {}
@@ -268,8 +272,10 @@ def _shared_l2(cfg, train, centres, seed) -> tuple[float | None, dict]:
         sel.folds,
         seed,
         theta_solver_settings(cfg.optimizer),
+        groups,
     )
     info = {
+        "l2_folds": "groups of blocks" if groups is not None else "sets",
         "l2_grid": list(sel.grid),
         "l2_cv_scores": scores.tolist(),
         "l2_selection_seconds": time.perf_counter() - t0,
@@ -291,9 +297,16 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
             method and the trial).
     """
     seed = cfg.seed + trial
-    train_idx, test_idx = split_indices(
-        np.asarray(dataset.sets.labels), seed=seed, **OmegaConf.to_container(cfg.dataset.split)
-    )
+    split_cfg = OmegaConf.to_container(cfg.dataset.split)
+    labels = np.asarray(dataset.sets.labels)
+    train_idx, test_idx = split_indices(labels, seed=seed, positions=dataset.positions, **split_cfg)
+    groups, split_info = None, {}
+    if split_cfg["kind"] == "spatial_blocks":
+        groups = block_ids(dataset.positions[train_idx], split_cfg["block_size"])
+        split_info = _class_counts(labels, train_idx, test_idx, dataset.class_names)
+        split_info["train_blocks"] = int(np.unique(groups).size)
+        for name in split_info["classes_missing_from_test"]:
+            warnings.append(f"trial {trial}: class {name!r} has no test sets in this partition")
     fit_vectors = None
     if dataset.anchors is not None:
         fit_vectors = np.asarray(dataset.sets.vectors)[dataset.anchors[train_idx]]
@@ -305,7 +318,7 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
         fit_vectors=fit_vectors,
     )
     centres = _kmeans_cache(train, seed, cfg.kmeans)
-    shared_l2, l2_info = _shared_l2(cfg, train, centres, seed)
+    shared_l2, l2_info = _shared_l2(cfg, train, centres, seed, groups)
     models: dict[str, FittedModel] = {}
     for name, mcfg in methods.items():
         mu0, kmeans_seconds = centres(mcfg.K)
@@ -338,6 +351,7 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
                 **l2_info,
                 "num_train": train.num_sets,
                 "num_test": test.num_sets,
+                **({"split": split_info} if split_info else {}),
                 "final_objective": float(model.history[-1]) if len(model.history) else None,
                 "objective_history": [float(v) for v in model.history],
                 **({"fit_status": status} if status is not None else {}),
@@ -356,6 +370,20 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
         )
         write_results(out, header, records, "running", warnings=warnings)
     return Trial(train, test, models, transform)
+
+
+def _class_counts(labels, train_idx, test_idx, class_names) -> dict:
+    """Per-class training and test counts (by label argmax) and the classes with no test set."""
+    num_classes = labels.shape[1]
+    strata = np.argmax(labels, axis=1)
+    train = np.bincount(strata[train_idx], minlength=num_classes)
+    test = np.bincount(strata[test_idx], minlength=num_classes)
+    names = list(class_names) or [str(c) for c in range(num_classes)]
+    return {
+        "train_class_counts": train.tolist(),
+        "test_class_counts": test.tolist(),
+        "classes_missing_from_test": [names[c] for c in np.flatnonzero(test == 0)],
+    }
 
 
 def _evaluate_finite(model: FittedModel, sets: RaggedSets, part: str, name: str, trial: int):

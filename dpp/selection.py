@@ -10,26 +10,38 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.model_selection import KFold, StratifiedGroupKFold, StratifiedKFold
 
 from dpp.classifier import log_predictive
 from dpp.solvers.coordinate_ascent import fit_classifier
 from dpp.solvers.lbfgs import LBFGSSettings
 
 
-def cv_folds(labels: np.ndarray, folds: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def cv_folds(
+    labels: np.ndarray, folds: int, seed: int, groups: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """``folds`` (train, validation) index pairs.
 
-    Stratified on the label argmax when every class has at least ``folds`` sets, else plain
-    shuffled folds.
+    With ``groups`` (e.g. the spatial block of each set), every group lies wholly in one fold
+    (scikit-learn ``StratifiedGroupKFold``), so validation sets never share a group with the
+    sets fitted. Otherwise stratified on the label argmax when every class has at least
+    ``folds`` sets, else plain shuffled folds.
 
     Raises:
-        ValueError: if ``folds < 2`` or there are fewer sets than folds.
+        ValueError: if ``folds < 2``, there are fewer sets (or groups) than folds.
     """
     labels = np.asarray(labels)
     if folds < 2 or labels.shape[0] < folds:
         raise ValueError(f"cross-validation needs 2 <= folds <= N, got folds={folds}")
     strata = np.argmax(labels, axis=1)
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.shape != strata.shape or np.unique(groups).size < folds:
+            raise ValueError(
+                f"group cross-validation needs one group per set and at least {folds} groups"
+            )
+        splitter = StratifiedGroupKFold(folds, shuffle=True, random_state=seed)
+        return list(splitter.split(np.zeros(len(strata)), strata, groups))
     counts = np.bincount(strata)
     if np.all(counts[counts > 0] >= folds):
         splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
@@ -45,6 +57,7 @@ def cv_scores(
     folds: int,
     seed: int,
     solver: LBFGSSettings,
+    groups: np.ndarray | None = None,
 ) -> np.ndarray:
     """Mean validation log-likelihood per set of the Theta-step for every ``lambda``.
 
@@ -56,13 +69,14 @@ def cv_scores(
         folds: number of folds.
         seed: fold assignment seed.
         solver: Theta-step solver.
+        groups: optional ``[N]`` group of each set; folds then keep groups whole.
 
     Returns:
         ``[len(grid)]`` mean over folds of the validation log-likelihood per set (nats).
     """
     z, labels, weights = (jnp.asarray(a) for a in (z, labels, weights))
     scores = np.zeros(len(grid))
-    for train_idx, val_idx in cv_folds(np.asarray(labels), folds, seed):
+    for train_idx, val_idx in cv_folds(np.asarray(labels), folds, seed, groups):
         theta0 = jnp.zeros((z.shape[1], labels.shape[1]), z.dtype)
         for i, l2 in enumerate(grid):
             theta = fit_classifier(
@@ -81,12 +95,15 @@ def select_l2(
     folds: int,
     seed: int,
     solver: LBFGSSettings,
+    groups: np.ndarray | None = None,
 ) -> tuple[float, np.ndarray]:
     """The ``lambda`` of ``grid`` with the best cross-validated log-likelihood (ties: larger).
 
     ``lambda`` applies to the summed likelihood of the folds' training parts, which hold
     ``(folds - 1) / folds`` of the sets; it is rescaled by ``folds / (folds - 1)`` before it is
     returned, so that it means the same strength on the whole training part.
+
+    With ``groups`` the folds keep each group whole (:func:`cv_folds`).
 
     Returns:
         ``(lambda, scores)`` with the scores of :func:`cv_scores`.
@@ -97,6 +114,6 @@ def select_l2(
     grid = [float(g) for g in grid]
     if not grid or min(grid) < 0:
         raise ValueError("the lambda grid must be a non-empty list of values >= 0")
-    scores = cv_scores(z, labels, weights, grid, folds, seed, solver)
+    scores = cv_scores(z, labels, weights, grid, folds, seed, solver, groups)
     best = max(range(len(grid)), key=lambda i: (scores[i], grid[i]))
     return grid[best] * folds / (folds - 1), scores

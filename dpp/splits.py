@@ -6,6 +6,7 @@ Preprocessing statistics (standardisation, PCA) are always fitted on the trainin
 from __future__ import annotations
 
 import numpy as np
+from scipy import ndimage
 from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -13,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 
 from dpp.sets import RaggedSets
 
-SPLIT_KINDS = ("stratified", "random", "per_class")
+SPLIT_KINDS = ("stratified", "random", "per_class", "spatial_blocks")
 
 
 def split_indices(
@@ -23,19 +24,28 @@ def split_indices(
     train_fraction: float | None = None,
     train_per_class: int | None = None,
     subsample: int | None = None,
+    positions: np.ndarray | None = None,
+    block_size: int | None = None,
+    buffer: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the training and test sets.
 
     Args:
         labels: ``[N, C]`` labels; strata are their argmax.
         kind: ``stratified`` (a fraction per class, scikit-learn ``train_test_split``),
-            ``random`` (a fraction, ignoring classes) or ``per_class`` (``train_per_class`` sets
-            of every class, the rest for testing).
+            ``random`` (a fraction, ignoring classes), ``per_class`` (``train_per_class`` sets
+            of every class, the rest for testing) or ``spatial_blocks`` (sets on an image grid;
+            see :func:`spatial_block_split`).
         seed: random state.
         train_fraction: fraction of sets for training (``stratified``/``random``).
         train_per_class: training sets per class (``per_class``).
         subsample: if set, first draw this many sets at random (with ``seed``) and split them;
             the other sets are in neither part.
+        positions: ``[N, 2]`` (row, column) of each set (``spatial_blocks`` only).
+        block_size: side of the square blocks in pixels (``spatial_blocks`` only).
+        buffer: Chebyshev distance in pixels that a test set must exceed from every training
+            set (``spatial_blocks`` only; the window diameter minus one keeps every test
+            window free of training spectra).
 
     Returns:
         ``(train_idx, test_idx)``, sorted int64 arrays, disjoint; they partition ``0..N-1``
@@ -48,6 +58,12 @@ def split_indices(
     labels = np.asarray(labels)
     if kind not in SPLIT_KINDS:
         raise ValueError(f"unknown split kind {kind!r}; choose from {SPLIT_KINDS}")
+    if kind == "spatial_blocks":
+        if positions is None:
+            raise ValueError("split kind spatial_blocks needs the sets' grid positions")
+        if subsample is not None:
+            raise ValueError("split kind spatial_blocks does not take a subsample")
+        return spatial_block_split(positions, labels, block_size, buffer, train_per_class, seed)
     if subsample is not None:
         if not 2 <= subsample <= labels.shape[0]:
             raise ValueError(f"subsample must lie in [2, {labels.shape[0]}], got {subsample}")
@@ -86,6 +102,84 @@ def split_indices(
         train = np.sort(train)
     test = np.setdiff1d(np.arange(n), train)
     return train, test
+
+
+def block_ids(positions: np.ndarray, block_size: int) -> np.ndarray:
+    """``[N]`` int64 id of the ``block_size`` x ``block_size`` block holding each position."""
+    positions = np.asarray(positions, dtype=np.int64)
+    rows, cols = positions[:, 0] // block_size, positions[:, 1] // block_size
+    return rows * (cols.max() + 1 if cols.size else 1) + cols
+
+
+def spatial_block_split(
+    positions: np.ndarray,
+    labels: np.ndarray,
+    block_size: int | None,
+    buffer: int | None,
+    train_per_class: int | None,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A spatially disjoint split of sets on an image grid (for overlapping pixel windows).
+
+    The grid is cut into ``block_size`` x ``block_size`` blocks. Blocks are visited in a random
+    order (``seed``); a block is taken for training only if it holds sets of a class that still
+    has fewer than ``train_per_class`` sets available in the blocks taken so far. From the
+    training blocks, up to ``train_per_class`` sets of every class are drawn at random. Test
+    sets are the sets outside the training blocks whose Chebyshev distance to every training
+    set exceeds ``buffer``, so that with ``buffer = window - 1`` no test window shares a
+    single pixel with a training window. A class can end with fewer training sets (if the whole
+    grid holds fewer) or with no test sets: the caller reports the per-class counts.
+
+    Args:
+        positions: ``[N, 2]`` non-negative integer (row, column) of each set.
+        labels: ``[N, C]`` labels; classes are their argmax.
+        block_size: block side in pixels (>= 1).
+        buffer: Chebyshev distance that test sets must exceed from training sets (>= 0).
+        train_per_class: training sets per class (>= 1).
+        seed: random state of the block order and of the draws.
+
+    Returns:
+        ``(train_idx, test_idx)``: sorted, disjoint int64 arrays (together not all sets: the
+        buffer's and the training blocks' unused sets are in neither).
+
+    Raises:
+        ValueError: for missing or out-of-range settings, or positions of the wrong shape.
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    n = np.asarray(labels).shape[0]
+    if positions.shape != (n, 2) or (n and positions.min() < 0):
+        raise ValueError(f"positions must be [{n}, 2] non-negative integers")
+    if not block_size or block_size < 1:
+        raise ValueError("split kind spatial_blocks needs block_size >= 1")
+    if buffer is None or buffer < 0:
+        raise ValueError("split kind spatial_blocks needs buffer >= 0")
+    if not train_per_class or train_per_class < 1:
+        raise ValueError("split kind spatial_blocks needs train_per_class >= 1")
+    strata = np.argmax(np.asarray(labels), axis=1)
+    num_classes = np.asarray(labels).shape[1]
+    blocks = block_ids(positions, block_size)
+    rng = np.random.default_rng(seed)
+    available = np.zeros(num_classes, dtype=np.int64)
+    in_training_block = np.zeros(n, dtype=bool)
+    for block in rng.permutation(np.unique(blocks)):
+        members = blocks == block
+        present = np.bincount(strata[members], minlength=num_classes)
+        if np.any((present > 0) & (available < train_per_class)):
+            in_training_block |= members
+            available += present
+        if np.all(available[np.bincount(strata, minlength=num_classes) > 0] >= train_per_class):
+            break
+    train = np.concatenate(
+        [
+            rng.permutation(np.flatnonzero(in_training_block & (strata == c)))[:train_per_class]
+            for c in range(num_classes)
+        ]
+    )
+    grid = np.zeros(tuple(positions.max(axis=0) + 1), dtype=bool)
+    grid[positions[train, 0], positions[train, 1]] = True
+    near = ndimage.maximum_filter(grid, size=2 * buffer + 1, mode="constant", cval=False)
+    test = np.flatnonzero(~in_training_block & ~near[positions[:, 0], positions[:, 1]])
+    return np.sort(train).astype(np.int64), test.astype(np.int64)
 
 
 def prepare(

@@ -17,6 +17,7 @@ from dpp.init import kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.sets import RaggedSets
 from dpp.solvers import LBFGSSettings
+from dpp.splits import split_indices
 
 FOLDER = default_data_dir() / "hyperspectral"
 needs_data = pytest.mark.skipif(not FOLDER.is_dir(), reason=f"Indian Pines not found in {FOLDER}")
@@ -188,3 +189,39 @@ def test_unknown_ground_truth_label_is_rejected(tmp_path):
     (folder / "Indian_pines_corrected.npy").write_bytes(b"not an array")
     with pytest.raises(DataError, match=r"Indian_pines_corrected\.npy: cannot be read"):
         load_indian_pines(str(tmp_path), window=3, num_classes=1)
+
+
+@needs_data
+def test_spatially_disjoint_protocol_runs_on_a_subset(tmp_path):
+    """Issue 12: training pixels from whole blocks, test pixels beyond the buffer, lambda by
+    block-grouped folds; per-class counts are recorded."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(
+            config_name="config",
+            overrides=[
+                "experiment=table2_indian_pines_disjoint",
+                "trials=1",
+                "model.K=5",
+                "model.max_rounds=2",
+                "optimizer.max_iter=5",
+                "dataset.loader.classes=[2,11]",
+                "dataset.split.train_per_class=20",
+                "dataset.split.block_size=29",
+                "l2_selection.folds=2",
+                "~baselines.infoloss",
+                "figures=[]",
+            ],
+        )
+    results = run(cfg, output_dir=tmp_path)
+    record = results["trials"][0]
+    split = record["split"]
+    assert split["train_class_counts"] == [20, 20] and sum(split["test_class_counts"]) > 0
+    assert record["l2_folds"] == "groups of blocks"
+    data = load_indian_pines(None, window=7, classes=[2, 11])
+    train_idx, test_idx = split_indices(
+        np.asarray(data.sets.labels), "spatial_blocks", 0, train_per_class=20,
+        positions=data.positions, block_size=29, buffer=6,
+    )  # fmt: skip
+    gap = np.abs(data.positions[test_idx][:, None] - data.positions[train_idx][None]).max(axis=2)
+    assert gap.min() > 6  # no test window shares a spectrum with a training window
+    assert record["num_test"] == test_idx.size

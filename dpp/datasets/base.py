@@ -30,6 +30,8 @@ class Dataset:
             own item (a windowed pixel's spectrum); preprocessing statistics are then fitted on
             the anchors of the training sets only, not on every vector of their windows.
         feature_names: optional ``D`` names of the vector components.
+        positions: optional ``[N, 2]`` integer (row, column) of each set on an image grid (a
+            windowed pixel's position), for spatially disjoint splits.
         decode_vectors: optional map from ``[*, D]`` loader vectors (before the per-split
             standardisation) back to the original units, for reports.
     """
@@ -40,6 +42,7 @@ class Dataset:
     info: dict = dataclasses.field(default_factory=dict)
     anchors: np.ndarray | None = None
     feature_names: tuple[str, ...] = ()
+    positions: np.ndarray | None = None
     decode_vectors: Callable[[np.ndarray], np.ndarray] | None = None
 
 

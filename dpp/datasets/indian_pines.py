@@ -141,4 +141,11 @@ def load_indian_pines(
     }
     anchors = rows * gt.shape[1] + cols
     names = tuple(CLASS_NAMES[c - 1] for c in chosen)
-    return Dataset("indian_pines", sets, names, info, anchors=anchors.astype(np.int64))
+    return Dataset(
+        "indian_pines",
+        sets,
+        names,
+        info,
+        anchors=anchors.astype(np.int64),
+        positions=pixels.astype(np.int64),
+    )
