@@ -175,6 +175,9 @@ class Trial(NamedTuple):
     test: RaggedSets
     models: dict[str, FittedModel]
     transform: Pipeline | None  # the fitted preprocessing (None: identity)
+    train_idx: np.ndarray  # indices of the training sets in the dataset
+    test_idx: np.ndarray
+    split: dict  # the split settings (dataset.split)
 
 
 def _figure1(out_dir, trial: Trial, dataset: Dataset):
@@ -205,8 +208,21 @@ def _prototypes(out_dir, trial: Trial, dataset: Dataset):
     )
 
 
+def _partition_map(out_dir, trial: Trial, dataset: Dataset):
+    if trial.split["kind"] != "spatial_blocks" or dataset.positions is None:
+        raise ConfigError("partition_map needs a spatial_blocks split of a dataset with positions")
+    plots.partition_map(
+        dataset.positions,
+        trial.train_idx,
+        trial.test_idx,
+        trial.split["block_size"],
+        trial.split["buffer"],
+        out_dir / "partition_map.png",
+    )
+
+
 #: Figures and reports drawn from the first trial's models.
-TRIAL_FIGURES = {"figure1": _figure1, "prototypes": _prototypes}
+TRIAL_FIGURES = {"figure1": _figure1, "prototypes": _prototypes, "partition_map": _partition_map}
 #: Methods a trial figure needs; a figure whose methods are not in the run is skipped (noted).
 TRIAL_FIGURE_NEEDS = {"figure1": ("dpp", "standard"), "prototypes": ("dpp",)}
 RUN_FIGURES = {
@@ -369,7 +385,7 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
             "" if status is None else f"  ({status})",
         )
         write_results(out, header, records, "running", warnings=warnings)
-    return Trial(train, test, models, transform)
+    return Trial(train, test, models, transform, train_idx, test_idx, split_cfg)
 
 
 def _class_counts(labels, train_idx, test_idx, class_names) -> dict:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+from sklearn.metrics import balanced_accuracy_score
 
 from dpp.errors import NonFiniteResultError
 
@@ -18,6 +21,24 @@ def accuracy(log_probs: np.ndarray, labels: np.ndarray) -> float:
         Accuracy in ``[0, 1]``.
     """
     return float(np.mean(np.argmax(log_probs, axis=1) == np.argmax(labels, axis=1)))
+
+
+def balanced_accuracy(log_probs: np.ndarray, labels: np.ndarray) -> float:
+    """Mean per-class recall over the classes present in ``labels``.
+
+    scikit-learn's ``balanced_accuracy_score`` on the argmaxes: large classes do not dominate.
+
+    Args:
+        log_probs: ``[N, C]`` predictive log-probabilities.
+        labels: ``[N, C]`` soft or one-hot labels.
+
+    Returns:
+        Balanced accuracy in ``[0, 1]``.
+    """
+    truth = np.argmax(labels, axis=1)
+    with warnings.catch_warnings():  # predicted classes absent from the truth are not an error
+        warnings.simplefilter("ignore", UserWarning)
+        return float(balanced_accuracy_score(truth, np.argmax(log_probs, axis=1)))
 
 
 def mean_log_likelihood(log_probs: np.ndarray, labels: np.ndarray) -> float:
@@ -66,7 +87,7 @@ def evaluate(log_probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         labels: ``[N, C]`` labels of the same sets.
 
     Returns:
-        ``{"accuracy", "test_log_likelihood"[, "kl_bits"]}``.
+        ``{"accuracy", "balanced_accuracy", "test_log_likelihood"[, "kl_bits"]}``.
 
     Raises:
         NonFiniteResultError: if any row of ``log_probs`` holds NaN or inf (an accuracy counted
@@ -82,6 +103,7 @@ def evaluate(log_probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
         )
     metrics = {
         "accuracy": accuracy(log_probs, labels),
+        "balanced_accuracy": balanced_accuracy(log_probs, labels),
         "test_log_likelihood": mean_log_likelihood(log_probs, labels),
     }
     if is_soft(labels):

@@ -8,6 +8,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -141,6 +142,64 @@ def objective_histories(records: Sequence[dict], path: Path) -> Path:
     ax.set_title("DPP coordinate ascent")
     if ax.lines:
         ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)
+
+
+def partition_map(
+    positions: np.ndarray,
+    train_idx: np.ndarray,
+    test_idx: np.ndarray,
+    block_size: int,
+    buffer: int,
+    path: Path,
+) -> Path:
+    """Map of one spatially disjoint partition.
+
+    Training blocks (outlined) and pixels, test pixels, and the labelled pixels left out (in a
+    training block but not drawn, or within the buffer of a training pixel).
+
+    Args:
+        positions: ``[N, 2]`` (row, column) of every labelled set.
+        train_idx: training set indices.
+        test_idx: test set indices.
+        block_size: block side (pixels), for the block grid.
+        buffer: Chebyshev buffer around training pixels (pixels), for the caption.
+        path: output PNG path.
+
+    Returns:
+        ``path``.
+    """
+    positions = np.asarray(positions)
+    height, width = positions.max(axis=0) + 1
+    image = np.zeros((height, width), dtype=int)  # 0 unlabelled
+    image[positions[:, 0], positions[:, 1]] = 1  # labelled, left out
+    image[positions[test_idx, 0], positions[test_idx, 1]] = 2
+    image[positions[train_idx, 0], positions[train_idx, 1]] = 3
+    colours = matplotlib.colors.ListedColormap(["white", "lightgrey", "tab:orange", "tab:blue"])
+    fig, ax = plt.subplots(figsize=(6.5, 6.5 * height / width + 0.6))
+    ax.imshow(image, cmap=colours, vmin=0, vmax=3, interpolation="nearest")
+    rows, cols = positions[train_idx, 0] // block_size, positions[train_idx, 1] // block_size
+    for r, c in set(zip(rows.tolist(), cols.tolist(), strict=True)):
+        ax.add_patch(
+            matplotlib.patches.Rectangle(
+                (c * block_size - 0.5, r * block_size - 0.5), block_size, block_size,
+                fill=False, edgecolor="tab:blue", linewidth=1.2,
+            )
+        )  # fmt: skip
+    handles = [
+        matplotlib.patches.Patch(color=c, label=lab)
+        for c, lab in (
+            ("tab:blue", f"training pixels ({len(train_idx)}), blocks outlined"),
+            ("tab:orange", f"test pixels ({len(test_idx)})"),
+            ("lightgrey", f"labelled, unused (training blocks, or within {buffer} px)"),
+        )
+    ]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.02), fontsize=8)
+    ax.set_title(f"spatially disjoint partition: {block_size} x {block_size} blocks")
+    ax.set_axis_off()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -27,14 +27,15 @@ import numpy as np
 SCHEMA_VERSION = 1
 
 #: Metrics summarised per method, in table order (those present in the records are used).
-SUMMARY_METRICS = ("accuracy", "test_log_likelihood", "kl_bits", "fit_seconds")
+SUMMARY_METRICS = ("accuracy", "balanced_accuracy", "test_log_likelihood", "kl_bits", "fit_seconds")
 _LABELS = {
     "accuracy": "accuracy (%)",
+    "balanced_accuracy": "balanced acc. (%)",
     "test_log_likelihood": "test log-lik. / set",
     "kl_bits": "KL (bits)",
     "fit_seconds": "fit (s)",
 }
-_PERCENT = {"accuracy"}
+_PERCENT = {"accuracy", "balanced_accuracy"}
 
 
 def describe(values: Sequence[float]) -> dict:

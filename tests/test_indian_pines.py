@@ -209,10 +209,13 @@ def test_spatially_disjoint_protocol_runs_on_a_subset(tmp_path):
                 "dataset.split.block_size=29",
                 "l2_selection.folds=2",
                 "~baselines.infoloss",
-                "figures=[]",
+                "figures=[partition_map]",
             ],
         )
     results = run(cfg, output_dir=tmp_path)
+    for name in ("partition_map.png", "table2_disjoint.md"):
+        assert (tmp_path / name).is_file(), name
+    assert "uniform guess" in (tmp_path / "table2_disjoint.md").read_text()
     record = results["trials"][0]
     split = record["split"]
     assert split["train_class_counts"] == [20, 20] and sum(split["test_class_counts"]) > 0
