@@ -149,6 +149,7 @@ def check_config(cfg: DictConfig, methods: Iterable[str], figures: Iterable[str]
     for i in range(len(grid)):
         number(cfg, f"l2_selection.grid[{i}]", low=0)
     int_at_least(cfg, "l2_selection.folds", 2)
+    boolean(cfg, "l2_selection.group_folds")
     split = choice(cfg, "dataset.split.kind", SPLIT_KINDS)
     if split == "spatial_blocks":
         int_at_least(cfg, "dataset.split.train_per_class", 1)

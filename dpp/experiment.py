@@ -334,7 +334,8 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
         fit_vectors=fit_vectors,
     )
     centres = _kmeans_cache(train, seed, cfg.kmeans)
-    shared_l2, l2_info = _shared_l2(cfg, train, centres, seed, groups)
+    folds_groups = groups if cfg.l2_selection.group_folds else None
+    shared_l2, l2_info = _shared_l2(cfg, train, centres, seed, folds_groups)
     models: dict[str, FittedModel] = {}
     for name, mcfg in methods.items():
         mu0, kmeans_seconds = centres(mcfg.K)

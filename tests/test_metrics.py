@@ -29,7 +29,9 @@ def test_soft_label_metrics():
     expected_ll = np.mean(np.sum(labels * np.log(probs), axis=1))
     assert mean_log_likelihood(np.log(probs), labels) == pytest.approx(expected_ll)
     metrics = evaluate(np.log(probs), labels)
-    assert set(metrics) == {"accuracy", "test_log_likelihood", "kl_bits"}
+    assert set(metrics) == {"accuracy", "balanced_accuracy", "test_log_likelihood", "kl_bits"}
+    # truth 0, 1, 0 and predictions 0, 0, 1: recall 1/2 for class 0 and 0 for class 1
+    assert metrics["balanced_accuracy"] == pytest.approx(0.25)
     assert "kl_bits" not in evaluate(np.log(probs), np.eye(2)[[0, 1, 1]])
 
 
