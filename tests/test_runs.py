@@ -77,6 +77,11 @@ def test_baseline_alone_skips_the_figure_that_needs_dpp(tmp_path):
     assert not (tmp_path / "figure1.png").exists()
 
 
+def test_partition_map_without_a_spatial_split_is_skipped_up_front(tmp_path):
+    results = run(_compose(FAST + ["figures=[partition_map]"]), output_dir=tmp_path)
+    assert results["skipped_figures"] == {"partition_map": "needs a spatial_blocks split"}
+
+
 def test_huge_beta_scale_is_finite_and_flagged(tmp_path):
     """Was: model.beta_scale=1e45 ended `complete` with test log-lik NaN in the table."""
     results = run(_compose(FAST + ["model.beta_scale=1e45"]), output_dir=tmp_path)
