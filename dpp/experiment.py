@@ -304,7 +304,7 @@ def _shared_l2(cfg, train, centres, seed, groups=None) -> tuple[float | None, di
     return l2, info
 
 
-def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
+def _run_trial(cfg, dataset, methods, trial, records, out, header):
     """Splits, fits every method, evaluates; appends one record per method and writes them.
 
     Raises:
@@ -320,8 +320,6 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
         groups = block_ids(dataset.positions[train_idx], split_cfg["block_size"])
         split_info = _class_counts(labels, train_idx, test_idx, dataset.class_names)
         split_info["train_blocks"] = int(np.unique(groups).size)
-        for name in split_info["classes_missing_from_test"]:
-            warnings.append(f"trial {trial}: class {name!r} has no test sets in this partition")
     fit_vectors = None
     if dataset.anchors is not None:
         fit_vectors = np.asarray(dataset.sets.vectors)[dataset.anchors[train_idx]]
@@ -342,17 +340,13 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
         t0 = time.perf_counter()
         try:
             model = METHODS[mcfg.name](train, mu0, mcfg, cfg, jax.random.key(seed), l2)
-        except ValueError as err:
-            if "non-finite" not in str(err):
-                raise
+        except NonFiniteResultError as err:
             raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
         jax.block_until_ready(model.theta)
         fit_seconds = time.perf_counter() - t0
         metrics = _evaluate_finite(model, test, "test", name, trial)
         train_metrics = _evaluate_finite(model, train, "training", name, trial)
         status = model.info.get("status")
-        if status is not None and status not in CLEAN_STATUSES:
-            warnings.append(f"trial {trial} {name}: {status}: {model.info['status_reason']}")
         records.append(
             {
                 "trial": trial,
@@ -384,8 +378,27 @@ def _run_trial(cfg, dataset, methods, trial, records, out, header, warnings):
             fit_seconds,
             "" if status is None else f"  ({status})",
         )
-        write_results(out, header, records, "running", warnings=warnings)
+        write_results(out, header, records, "running", warnings=run_warnings(records))
     return Trial(train, test, models, transform, train_idx, test_idx, split_cfg)
+
+
+def run_warnings(records: list[dict]) -> list[str]:
+    """The warnings a run's records carry, one line each.
+
+    Every fit whose status is not clean (naming trial, method, status and reason), and every
+    class with no test sets in a trial. Derived from the records alone, so a resumed run and
+    ``results.json`` always agree.
+    """
+    warnings, seen_trials = [], set()
+    for r in records:
+        missing = r.get("split", {}).get("classes_missing_from_test", [])
+        if r["trial"] not in seen_trials:
+            seen_trials.add(r["trial"])
+            warnings += [f"trial {r['trial']}: class {c!r} has no test sets" for c in missing]
+        if r.get("fit_status") not in (None, *CLEAN_STATUSES):
+            reason = r["info"]["status_reason"]
+            warnings.append(f"trial {r['trial']} {r['method']}: {r['fit_status']}: {reason}")
+    return warnings
 
 
 def _class_counts(labels, train_idx, test_idx, class_names) -> dict:
@@ -403,18 +416,15 @@ def _class_counts(labels, train_idx, test_idx, class_names) -> dict:
 
 
 def _evaluate_finite(model: FittedModel, sets: RaggedSets, part: str, name: str, trial: int):
-    log_probs = np.asarray(model.log_predictive(sets))
-    bad = ~np.all(np.isfinite(log_probs), axis=1)
-    if bad.any():
-        raise NonFiniteResultError(
-            f"trial {trial}, method {name}: {int(bad.sum())} of {bad.size} {part} sets have "
-            f"non-finite predicted log-probabilities (first: set {int(np.flatnonzero(bad)[0])})"
-        )
-    metrics = evaluate(log_probs, np.asarray(sets.labels))
-    for key, value in metrics.items():
-        if not np.isfinite(value):
-            raise NonFiniteResultError(f"trial {trial}, method {name}: {part} {key} is {value}")
-    return metrics
+    """:func:`dpp.metrics.evaluate` on a model's predictions for ``sets``.
+
+    Its refusal of non-finite predictions is raised again naming the method, the trial and the
+    part (test or training sets).
+    """
+    try:
+        return evaluate(model.log_predictive(sets), np.asarray(sets.labels))
+    except NonFiniteResultError as err:
+        raise NonFiniteResultError(f"trial {trial}, method {name}, {part} sets: {err}") from err
 
 
 @contextlib.contextmanager
@@ -557,14 +567,9 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         logger.info("resuming %s: trials %s already finished", out, done_trials)
     if skipped_figures:
         header["skipped_figures"] = skipped_figures
-    warnings: list[str] = [
-        f"trial {r['trial']} {r['method']}: {r['fit_status']}: {r['info']['status_reason']}"
-        for r in records
-        if r.get("fit_status") not in (None, *CLEAN_STATUSES)
-    ]
     with Heartbeat(out), _signals_interrupt():
         try:
-            write_results(out, header, records, "running", warnings=warnings)
+            write_results(out, header, records, "running", warnings=run_warnings(records))
             # a partial, called here, so that the loader's own errors reach the user unwrapped
             dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
             header["data_seconds"] = time.perf_counter() - start
@@ -579,7 +584,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
             for trial in range(cfg.trials):
                 if trial in done_trials:
                     continue
-                done = _run_trial(cfg, dataset, methods, trial, records, out, header, warnings)
+                done = _run_trial(cfg, dataset, methods, trial, records, out, header)
                 if trial == 0:
                     for name in trial_figures:
                         TRIAL_FIGURES[name](out, done, dataset)
@@ -592,7 +597,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
                 header,
                 records,
                 "complete",
-                warnings=warnings,
+                warnings=run_warnings(records),
                 wall_seconds=time.perf_counter() - start,
             )
             for name in cfg.reports:
@@ -608,11 +613,11 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
                 records,
                 status,
                 error=f"{type(err).__name__}: {err}",
-                warnings=warnings,
+                warnings=run_warnings(records),
                 wall_seconds=time.perf_counter() - start,
             )
             raise
-    for warning in warnings:
+    for warning in results["warnings"]:
         logger.warning("%s", warning)
     logger.info("results in %s", out)
     return results

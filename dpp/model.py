@@ -21,6 +21,7 @@ from sklearn.model_selection import train_test_split
 
 from dpp.classifier import log_predictive
 from dpp.encoding import encode_hard, encode_soft, max_codes
+from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
 from dpp.normalize import IDENTITY, Normalizer
@@ -219,8 +220,9 @@ def fit_dpp(
         line-search failures, and the solver's wall-clock ``seconds`` (compilation included).
 
     Raises:
-        ValueError: for an unknown ``mode``, centres of the wrong dimension, or a fit whose
-            parameters are not finite (naming which).
+        ValueError: for an unknown ``mode``, centres of the wrong dimension or a
+            ``validation_fraction`` outside ``[0, 1)``.
+        NonFiniteResultError: for a fit whose parameters are not finite (naming which).
     """
     if mode not in MODES:
         raise ValueError(f"unknown DPP mode {mode!r}; choose from {MODES}")
@@ -260,7 +262,7 @@ def fit_dpp(
     params = result.params
     for name, value in zip(Params._fields, params, strict=True):
         if not np.all(np.isfinite(np.asarray(value))):
-            raise ValueError(f"DPP fit produced non-finite {name} ({mode})")
+            raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
     saturated = float(
         np.mean(np.asarray(_max_codes(train.vectors, params.mu, params.log_beta)) > SATURATED_CODE)
     )
