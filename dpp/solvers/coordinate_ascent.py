@@ -121,11 +121,10 @@ class FitResult(NamedTuple):
     Attributes:
         params: fitted parameters.
         history: ``[max_rounds + 1]`` float, ``L`` after initialisation and after each round
-            (NaN after the last round taken); for the joint fit ``[2]``: before and after.
+            (NaN after the last round taken).
         num_rounds: int32 scalar, rounds taken.
         converged: bool scalar, whether the stopping rule was met: a round that raised ``L`` by
-            less than ``tol * |L|`` (coordinate ascent), or a gradient norm below the solver's
-            ``tol`` (joint fit). :func:`dpp.model.fit_status` turns this and ``diagnostics``
+            at most ``tol * |L|``. :func:`dpp.model.fit_status` turns this and ``diagnostics``
             into the reported status.
         diagnostics: :class:`StepDiagnostics`, rows ``0..num_rounds`` filled.
         validation_history: ``[max_rounds + 1]`` validation log-likelihood per set after each
@@ -418,6 +417,22 @@ def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
     return assemble(result.params), result
 
 
+class _RoundState(NamedTuple):
+    """Carry of the round loop of :func:`_ascend`."""
+
+    params: Params  # current parameters
+    value: jax.Array  # [] L at params
+    round: jax.Array  # [] int32 rounds taken
+    history: jax.Array  # [max_rounds + 1] L after each round
+    converged: jax.Array  # [] bool, the stopping rule was met
+    key: jax.Array  # PRNG key
+    diag: StepDiagnostics  # per-round diagnostics
+    val_history: jax.Array  # [max_rounds + 1] validation log-likelihood (early stopping)
+    best_params: Params  # parameters of the best validation round
+    best_val: jax.Array  # [] its validation log-likelihood
+    best_round: jax.Array  # [] int32 its round
+
+
 def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, joint: bool):
     """The round loop shared by coordinate ascent and the joint fit (traced)."""
     cap = jnp.int32(settings.max_rounds)
@@ -426,7 +441,6 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     params, theta_result = _theta_step(params0, sets, settings)
     value = objective(params, sets, settings.l2, settings.prior)
     rows = settings.max_rounds + 1
-    history = jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(value)
     diag = StepDiagnostics(
         prototype_iters=jnp.zeros(rows, jnp.int32),
         theta_iters=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.num_iter),
@@ -441,20 +455,20 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             return jnp.array(jnp.nan, value.dtype)
         return mean_log_likelihood(params, validation).astype(value.dtype)
 
-    val_history = jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(validate(params))
-    best = (params, val_history[0], jnp.int32(0))
+    def trace(x0):
+        return jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(x0)
 
-    def keep_going(state):
-        round_, converged, best = state[2], state[4], state[7][1]
-        going = (round_ < cap) & ~converged
+    val = validate(params)
+
+    def keep_going(s: _RoundState):
+        going = (s.round < cap) & ~s.converged
         if validation is not None:
-            going = going & (round_ - best[2] < settings.patience)
+            going = going & (s.round - s.best_round < settings.patience)
         return going
 
-    def one_round(state):
-        params, value, round_, history, _, key, diag, (val_history, best) = state
-        key, step_key = jax.random.split(key)
-        previous = value
+    def one_round(s: _RoundState) -> _RoundState:
+        key, step_key = jax.random.split(s.key)
+        params, value = s.params, s.value
         if joint:
             candidate, proto = _joint_step(params, sets, settings, step_key)
             params, value, proto_ok = _accept(candidate, params, value, sets, settings)
@@ -465,20 +479,22 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             candidate, theta = _theta_step(params, sets, settings)
             params, value, theta_ok = _accept(candidate, params, value, sets, settings)
             theta_iters, theta_failures = theta.num_iter, theta.linesearch_failures
-        round_ = round_ + 1
-        rel_change = (value - previous) / jnp.maximum(jnp.abs(previous), 1e-30)
+        round_ = s.round + 1
+        rel_change = (value - s.value) / jnp.maximum(jnp.abs(s.value), 1e-30)
         diag = StepDiagnostics(
-            diag.prototype_iters.at[round_].set(proto.num_iter),
-            diag.theta_iters.at[round_].set(theta_iters),
-            diag.prototype_accepted.at[round_].set(proto_ok),
-            diag.theta_accepted.at[round_].set(theta_ok),
-            diag.linesearch_failures.at[round_].set(proto.linesearch_failures + theta_failures),
-            diag.grad_norm.at[round_].set(proto.grad_norm.astype(value.dtype)),
+            s.diag.prototype_iters.at[round_].set(proto.num_iter),
+            s.diag.theta_iters.at[round_].set(theta_iters),
+            s.diag.prototype_accepted.at[round_].set(proto_ok),
+            s.diag.theta_accepted.at[round_].set(theta_ok),
+            s.diag.linesearch_failures.at[round_].set(proto.linesearch_failures + theta_failures),
+            s.diag.grad_norm.at[round_].set(proto.grad_norm.astype(value.dtype)),
         )
+        best = (s.best_params, s.best_val, s.best_round)
+        val_history = s.val_history
         if validation is not None:
             val = validate(params)
             val_history = val_history.at[round_].set(val)
-            improved = val > best[1]
+            improved = val > s.best_val
             best = jax.tree.map(
                 lambda new, old: jnp.where(improved, new, old), (params, val, round_), best
             )
@@ -487,14 +503,26 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
                 _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
             )
         jax.debug.callback(_tick, round_, ordered=True)
-        converged = rel_change <= settings.tol
-        history = history.at[round_].set(value)
-        return params, value, round_, history, converged, key, diag, (val_history, best)
+        return _RoundState(
+            params,
+            value,
+            round_,
+            s.history.at[round_].set(value),
+            rel_change <= settings.tol,
+            key,
+            diag,
+            val_history,
+            *best,
+        )
 
-    state = (params, value, jnp.int32(0), history, jnp.array(False), key, diag, (val_history, best))
-    params, value, rounds, history, converged, _, diag, (val_history, best) = jax.lax.while_loop(
-        keep_going, one_round, state
-    )
+    start = _RoundState(
+        params, value, jnp.int32(0), trace(value), jnp.array(False), key, diag, trace(val),
+        params, val, jnp.int32(0),
+    )  # fmt: skip
+    end = jax.lax.while_loop(keep_going, one_round, start)
     if validation is None:
-        return FitResult(params, history, rounds, converged, diag)
-    return FitResult(best[0], history, rounds, converged, diag, val_history, best[2])
+        return FitResult(end.params, end.history, end.round, end.converged, end.diag)
+    return FitResult(
+        end.best_params, end.history, end.round, end.converged, end.diag, end.val_history,
+        end.best_round,
+    )  # fmt: skip
