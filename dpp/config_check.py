@@ -15,10 +15,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpp.errors import ConfigError
 from dpp.likelihood import BetaPrior
+from dpp.model import MODES
 from dpp.solvers.lbfgs import BACKENDS
 from dpp.splits import SPLIT_KINDS
 
-MODES = ("coordinate_ascent", "joint")  # dpp.model.MODES, without importing the solvers' jit
 OPTIMIZERS = (*BACKENDS, "adam")
 L2_SELECTION_KINDS = ("fixed", "cv")
 
