@@ -188,6 +188,7 @@ def fit_dpp(
     beta_scale: float = 1.0,
     per_prototype_beta: bool = False,
     validation_fraction: float = 0.0,
+    start: FittedModel | None = None,
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
@@ -211,6 +212,9 @@ def fit_dpp(
             ``settings.patience`` rounds without improvement, and the model is then refitted on
             all training sets for the best number of rounds. 0 (default) runs to the tolerance
             or ``max_rounds``.
+        start: warm start: a fitted DPP model whose prototypes, ``beta`` and ``Theta`` (mapped
+            into this fit's internal units) replace ``centres``, the ``beta`` heuristic and
+            ``Theta = 0`` as the starting point (a path of ``lambda`` on the same sets).
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
@@ -220,8 +224,8 @@ def fit_dpp(
         line-search failures, and the solver's wall-clock ``seconds`` (compilation included).
 
     Raises:
-        ValueError: for an unknown ``mode``, centres of the wrong dimension or a
-            ``validation_fraction`` outside ``[0, 1)``.
+        ValueError: for an unknown ``mode``, centres of the wrong dimension, a
+            ``validation_fraction`` outside ``[0, 1)`` or a ``start`` of other shapes.
         NonFiniteResultError: for a fit whose parameters are not finite (naming which).
     """
     if mode not in MODES:
@@ -243,11 +247,14 @@ def fit_dpp(
         )
         settings = dataclasses.replace(settings, prototype_solver=solver)
     dtype = train.vectors.dtype
-    mu0 = jnp.asarray(centres, dtype=dtype)
-    log_beta0 = init_log_beta(
-        np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
-    )
-    theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
+    if start is None:
+        mu0 = jnp.asarray(centres, dtype=dtype)
+        log_beta0 = init_log_beta(
+            np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
+        )
+        theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
+    else:
+        mu0, log_beta0, theta0 = _warm_start(start, normalizer, train, per_prototype_beta)
     params0 = Params(mu0, log_beta0, theta0)
     t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
@@ -297,6 +304,22 @@ def fit_dpp(
     if status not in CLEAN_STATUSES:
         logger.warning("DPP fit %s: %s", status, reason)
     return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
+
+
+def _warm_start(start: FittedModel, normalizer: Normalizer, train: RaggedSets, per_prototype):
+    """A fitted model's parameters in the internal units of ``normalizer``."""
+    shape = (train.dim, train.num_classes)
+    if start.log_beta is None or (start.mu.shape[1], start.theta.shape[1]) != shape:
+        raise ValueError(
+            f"a warm start needs a soft model with D = {shape[0]} and C = {shape[1]}; got "
+            f"mu {start.mu.shape}, theta {start.theta.shape}"
+        )
+    if (np.ndim(start.log_beta) == 1) != per_prototype:
+        raise ValueError("a warm start must share per_prototype_beta with the fit")
+    dtype = train.vectors.dtype
+    mu = jnp.asarray(normalizer.vectors(start.prototypes), dtype=dtype)
+    log_beta = np.log(start.beta) + normalizer.log_beta_offset()
+    return mu, jnp.asarray(log_beta, dtype=dtype), jnp.asarray(start.theta, dtype=dtype)
 
 
 def _early_stopping(

@@ -10,14 +10,16 @@ in the simplex over ``C`` classes. The vectors of all sets are stored back to ba
   windows of a hyperspectral image, store each distinct vector once in ``vectors`` (the pool)
   and point at it from every set that holds it, so that the soft assignment is computed once
   per distinct vector.
-* ``labels``   ``[N, C]`` float: soft labels, rows on the simplex (a hard label is one-hot).
+* ``labels``   ``[N, C]`` float: soft labels, rows on the simplex (a hard label is one-hot), or
+  ``None`` for sets to predict on (encoding and prediction never read the labels).
 * ``weights``  ``[N]`` float: per-set weights of the likelihood (ones by default).
 
 ``num_sets`` (``N``) is static pytree metadata, so that ``jax.ops.segment_sum`` gets a static
 ``num_segments`` under ``jit``.
 
-Validation happens in the constructors (:meth:`RaggedSets.from_list`, :meth:`RaggedSets.from_flat`)
-on host arrays, never on traced values.
+Validation happens in the constructors (:meth:`RaggedSets.from_list`, :meth:`RaggedSets.from_flat`,
+:meth:`RaggedSets.from_lengths`, :meth:`RaggedSets.from_offsets`) on host arrays, never on traced
+values.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ class RaggedSets:
         vectors: ``[U, D]`` float; ``U = T`` in the disjoint layout, else the pool of distinct
             vectors.
         set_ids: ``[T]`` int32, sorted ascending: which set each membership belongs to.
-        labels: ``[N, C]`` float, rows in the simplex.
+        labels: ``[N, C]`` float, rows in the simplex, or ``None`` (unlabelled sets, for
+            prediction).
         weights: ``[N]`` float, non-negative per-set weights of the likelihood.
         members: ``[T]`` int32 indices into ``vectors``, or ``None`` for the disjoint layout.
         num_sets: ``N``, static.
@@ -50,14 +53,20 @@ class RaggedSets:
 
     vectors: Float[Array, "U D"]
     set_ids: Int[Array, " T"]
-    labels: Float[Array, "N C"]
+    labels: Float[Array, "N C"] | None
     weights: Float[Array, " N"]
     members: Int[Array, " T"] | None
     num_sets: int
 
     @property
     def num_classes(self) -> int:
-        """Number of classes ``C``."""
+        """Number of classes ``C``.
+
+        Raises:
+            ValueError: for unlabelled sets.
+        """
+        if self.labels is None:
+            raise ValueError("these sets have no labels (they were built for prediction)")
         return self.labels.shape[1]
 
     @property
@@ -75,7 +84,7 @@ class RaggedSets:
     def from_list(
         cls,
         vectors: Sequence[np.ndarray],
-        labels: np.ndarray,
+        labels: np.ndarray | None = None,
         weights: np.ndarray | None = None,
         dtype=jnp.float32,
     ) -> RaggedSets:
@@ -84,7 +93,8 @@ class RaggedSets:
         Args:
             vectors: ``N`` arrays, the ``n``-th of shape ``[M_n, D]`` with ``M_n >= 1``.
             labels: ``[N, C]`` soft labels, each row in ``[0, 1]`` and summing to 1 within
-                :data:`LABEL_SUM_ATOL`. Use :func:`one_hot` for integer class labels.
+                :data:`LABEL_SUM_ATOL`, or ``None`` (sets to predict on). Use :func:`one_hot`
+                for integer class labels.
             weights: optional ``[N]`` non-negative per-set weights (default ones).
             dtype: floating dtype of vectors, labels and weights (default float32).
 
@@ -119,11 +129,81 @@ class RaggedSets:
         )
 
     @classmethod
+    def from_lengths(
+        cls,
+        vectors: np.ndarray,
+        lengths: np.ndarray,
+        labels: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+        dtype=jnp.float32,
+    ) -> RaggedSets:
+        """Builds the flat layout from ``[T, D]`` vectors stored set after set and set sizes.
+
+        Args:
+            vectors: ``[T, D]`` vectors, those of set 0 first, then set 1, ...
+            lengths: ``[N]`` integer sizes ``M_n >= 1``, summing to ``T``.
+            labels: optional ``[N, C]`` soft labels (see :meth:`from_list`).
+            weights: optional ``[N]`` non-negative per-set weights.
+            dtype: floating dtype.
+
+        Returns:
+            A validated :class:`RaggedSets` in the disjoint layout.
+
+        Raises:
+            ValueError: lengths that are not 1-D integers, a length below 1, lengths not
+                summing to ``T``, and every error of :meth:`from_flat`.
+        """
+        lengths = np.asarray(lengths)
+        vectors = np.asarray(vectors)
+        if lengths.ndim != 1 or lengths.size == 0 or not np.issubdtype(lengths.dtype, np.integer):
+            raise ValueError(f"lengths must be a non-empty [N] integer array, got {lengths!r}")
+        if np.any(lengths < 1):
+            n = int(np.flatnonzero(lengths < 1)[0])
+            raise ValueError(f"set {n} has length {lengths[n]}; every set needs a vector")
+        if vectors.ndim != 2 or int(lengths.sum()) != vectors.shape[0]:
+            raise ValueError(
+                f"the lengths sum to {int(lengths.sum())} but there are vectors of shape "
+                f"{vectors.shape} (expected [{int(lengths.sum())}, D])"
+            )
+        set_ids = np.repeat(np.arange(lengths.size, dtype=np.int32), lengths)
+        return cls.from_flat(
+            vectors, set_ids, labels, weights=weights, num_sets=lengths.size, dtype=dtype
+        )
+
+    @classmethod
+    def from_offsets(
+        cls,
+        vectors: np.ndarray,
+        offsets: np.ndarray,
+        labels: np.ndarray | None = None,
+        weights: np.ndarray | None = None,
+        dtype=jnp.float32,
+    ) -> RaggedSets:
+        """Builds the flat layout from ``[T, D]`` vectors and ``[N + 1]`` set offsets (CSR).
+
+        Set ``n`` holds ``vectors[offsets[n]:offsets[n + 1]]``.
+
+        Raises:
+            ValueError: offsets that do not start at 0, end at ``T`` and strictly increase, and
+                every error of :meth:`from_lengths`.
+        """
+        offsets = np.asarray(offsets)
+        vectors = np.asarray(vectors)
+        if offsets.ndim != 1 or offsets.size < 2 or not np.issubdtype(offsets.dtype, np.integer):
+            raise ValueError(f"offsets must be a [N + 1] integer array (N >= 1), got {offsets!r}")
+        if offsets[0] != 0 or (vectors.ndim == 2 and offsets[-1] != vectors.shape[0]):
+            raise ValueError(
+                f"offsets must start at 0 and end at T = {vectors.shape[0]}; got "
+                f"{offsets[0]} ... {offsets[-1]}"
+            )
+        return cls.from_lengths(vectors, np.diff(offsets), labels, weights, dtype)
+
+    @classmethod
     def from_flat(
         cls,
         vectors: np.ndarray,
         set_ids: np.ndarray,
-        labels: np.ndarray,
+        labels: np.ndarray | None,
         weights: np.ndarray | None = None,
         members: np.ndarray | None = None,
         num_sets: int | None = None,
@@ -135,10 +215,10 @@ class RaggedSets:
             vectors: ``[U, D]`` feature vectors (the pool when ``members`` is given).
             set_ids: ``[T]`` integer set index of each membership, sorted ascending.
             labels: ``[N, C]`` soft labels; rows in ``[0, 1]`` summing to 1 (tolerance
-                :data:`LABEL_SUM_ATOL`).
+                :data:`LABEL_SUM_ATOL`), or ``None`` for unlabelled sets.
             weights: optional ``[N]`` non-negative per-set weights (default ones).
             members: optional ``[T]`` indices into ``vectors`` (shared-pool layout).
-            num_sets: ``N``; defaults to ``labels.shape[0]``.
+            num_sets: ``N``; defaults to ``labels.shape[0]`` (required without labels).
             dtype: floating dtype of vectors, labels and weights.
 
         Returns:
@@ -152,12 +232,14 @@ class RaggedSets:
         """
         vectors = np.asarray(vectors)
         set_ids = np.asarray(set_ids)
-        labels = np.asarray(labels)
+        if labels is None and num_sets is None:
+            raise ValueError("unlabelled sets need num_sets")
+        labels = None if labels is None else np.asarray(labels)
         if vectors.ndim != 2:
             raise ValueError(f"vectors must be a [T, D] array, got shape {vectors.shape}")
         if set_ids.ndim != 1:
             raise ValueError(f"set_ids must be a [T] array, got shape {set_ids.shape}")
-        if labels.ndim != 2:
+        if labels is not None and labels.ndim != 2:
             raise ValueError(
                 f"labels must be a [N, C] array of (soft) labels, got shape {labels.shape}; "
                 "use dpp.sets.one_hot for integer class labels"
@@ -165,7 +247,7 @@ class RaggedSets:
         if not np.issubdtype(set_ids.dtype, np.integer):
             raise ValueError(f"set_ids must be integers, got dtype {set_ids.dtype}")
         n = labels.shape[0] if num_sets is None else int(num_sets)
-        if labels.shape[0] != n:
+        if labels is not None and labels.shape[0] != n:
             raise ValueError(f"labels has {labels.shape[0]} rows but there are {n} sets")
         if members is None:
             if set_ids.shape[0] != vectors.shape[0]:
@@ -190,7 +272,8 @@ class RaggedSets:
             if members is None:
                 where += f" (set {int(set_ids[row])})"
             raise ValueError(f"vectors contain NaN or inf, first at {where}")
-        _check_labels(labels)
+        if labels is not None:
+            _check_labels(labels)
         if weights is None:
             weights = np.ones(n)
         weights = np.asarray(weights)
@@ -201,7 +284,7 @@ class RaggedSets:
         return cls(
             vectors=jnp.asarray(vectors, dtype=dtype),
             set_ids=jnp.asarray(set_ids, dtype=jnp.int32),
-            labels=jnp.asarray(labels, dtype=dtype),
+            labels=None if labels is None else jnp.asarray(labels, dtype=dtype),
             weights=jnp.asarray(weights, dtype=dtype),
             members=None if members is None else jnp.asarray(members, dtype=jnp.int32),
             num_sets=n,
@@ -254,7 +337,7 @@ class RaggedSets:
         return RaggedSets(
             vectors=jnp.asarray(new_vectors),
             set_ids=jnp.asarray(set_ids),
-            labels=self.labels[indices],
+            labels=None if self.labels is None else self.labels[indices],
             weights=self.weights[indices],
             members=None if members is None else jnp.asarray(members),
             num_sets=int(indices.size),
@@ -280,7 +363,7 @@ class RaggedSets:
         return dataclasses.replace(
             self,
             vectors=self.vectors.astype(dtype),
-            labels=self.labels.astype(dtype),
+            labels=None if self.labels is None else self.labels.astype(dtype),
             weights=self.weights.astype(dtype),
         )
 

@@ -47,6 +47,7 @@ from dpp.likelihood import (
     objective,
 )
 from dpp.sets import RaggedSets
+from dpp.solvers import options
 from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
 from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
 
@@ -55,7 +56,7 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class FitSettings:
-    """Static settings of DPP learning.
+    """Static settings of DPP learning; the defaults are those of :class:`dpp.DPPClassifier`.
 
     Attributes:
         l2: ridge ``lambda`` on ``tr(Theta^T Theta)`` (>= 0).
@@ -74,10 +75,12 @@ class FitSettings:
 
     l2: float = 1e-2
     prior: BetaPrior = NO_PRIOR
-    max_rounds: int = 20
+    max_rounds: int = 30
     tol: float = 1e-5
-    theta_solver: LBFGSSettings = LBFGSSettings(max_iter=300)
-    prototype_solver: LBFGSSettings | AdamSettings = LBFGSSettings(max_iter=50)
+    theta_solver: LBFGSSettings = options.theta_solver(options.DEFAULT_OPTIMIZER)
+    prototype_solver: LBFGSSettings | AdamSettings = options.prototype_solver(
+        options.DEFAULT_OPTIMIZER
+    )
     beta_step_limit: float = 2.0
     patience: int = 2
     verbose: bool = False
