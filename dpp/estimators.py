@@ -192,17 +192,29 @@ class Affine:
             if pca_components > x.shape[1]:
                 raise ValueError(f"pca_components = {pca_components} exceeds D = {x.shape[1]}")
             steps.append(PCA(n_components=pca_components, random_state=0))
-        pipe = make_pipeline(*steps).fit(x)
-        shift, matrix = np.zeros(x.shape[1]), np.eye(x.shape[1])
-        if standardize:
-            scaler = pipe.steps[0][1]
-            shift, matrix = scaler.mean_, np.diag(1.0 / scaler.scale_)
-        if pca_components:
-            pca = pipe.steps[-1][1]
-            # (x - m)/s - p = (x - (m + s * p)) / s
-            shift = shift + np.diag(np.linalg.inv(matrix)) * pca.mean_
-            matrix = matrix @ pca.components_.T
-        return cls(shift, matrix)
+        return cls.from_pipeline(make_pipeline(*steps).fit(x))
+
+    @classmethod
+    def from_pipeline(cls, pipeline) -> Affine:
+        """The map of a fitted scikit-learn pipeline of a ``StandardScaler`` and/or a ``PCA``.
+
+        Raises:
+            ValueError: for any other step (or a whitening PCA).
+        """
+        shift, matrix = None, None
+        for _, step in pipeline.steps:
+            if isinstance(step, StandardScaler):
+                step_shift, step_matrix = step.mean_, np.diag(1.0 / step.scale_)
+            elif isinstance(step, PCA) and not step.whiten:
+                step_shift, step_matrix = step.mean_, step.components_.T
+            else:
+                raise ValueError(f"cannot express {step!r} as an affine map")
+            if shift is None:
+                shift, matrix = step_shift, step_matrix
+            else:  # ((x - a) A - b) B = (x - (a + b A^+)) A B
+                shift = shift + step_shift @ np.linalg.pinv(matrix)
+                matrix = matrix @ step_matrix
+        return cls(np.asarray(shift, np.float64), np.asarray(matrix, np.float64))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``[U, D']`` preprocessed vectors, float64."""
@@ -233,8 +245,8 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     method: ClassVar[str] = ""
 
     # subclasses list their own parameters in __init__ (scikit-learn reads the signature)
-    def _check_params(self) -> None:
-        """Checks the shared parameters; subclasses check theirs too.
+    def check_params(self) -> None:
+        """Checks every parameter (``fit`` calls it; so does the config check, before a run).
 
         Raises:
             ValueError: naming the parameter, the rule and the value.
@@ -271,7 +283,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 ``n_prototypes``.
             NonFiniteResultError: the fit produced non-finite parameters.
         """
-        self._check_params()
+        self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
         self.preprocess_ = Affine.fit(
@@ -479,8 +491,9 @@ class DPPClassifier(PrototypeClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        super()._check_params()
+    def check_params(self) -> None:
+        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
+        super().check_params()
         check.choice("mode", self.mode, MODES)
         check.int_at_least("max_rounds", self.max_rounds, 0)
         check.number("tol", self.tol, low=0)
@@ -636,8 +649,9 @@ class InfoLossClassifier(PrototypeClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    def _check_params(self) -> None:
-        super()._check_params()
+    def check_params(self) -> None:
+        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
+        super().check_params()
         check.number("beta_scale", self.beta_scale, low=0, low_open=True)
         check.number("gamma_scale", self.gamma_scale, low=0)
         check.int_at_least("max_rounds", self.max_rounds, 0)

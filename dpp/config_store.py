@@ -1,0 +1,52 @@
+"""The Hydra ``model``, ``optimizer`` and ``kmeans`` defaults, built from the Python API.
+
+One source of truth: the keys and default values of the ``model`` group are the constructor
+parameters of the estimators of :mod:`dpp.estimators` (less those the experiment sets itself,
+:data:`dpp.estimators.EXPERIMENT_PARAMS`); the ``optimizer`` group is
+:data:`dpp.solvers.options.OPTIMIZERS`. :func:`register` stores them in Hydra's ``ConfigStore``
+under ``dpp_defaults/``; the YAML files of ``configs/model`` and ``configs/optimizer`` include
+them and only document the keys, so ``python experiments/run.py`` and ``DPPClassifier()`` fit
+the same model.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from hydra.core.config_store import ConfigStore
+
+from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, DPPClassifier
+from dpp.solvers.options import OPTIMIZERS
+
+
+def estimator_defaults(cls) -> dict:
+    """``{parameter: default}`` of an estimator's constructor."""
+    parameters = inspect.signature(cls.__init__).parameters
+    return {name: p.default for name, p in parameters.items() if name != "self"}
+
+
+def model_node(cls) -> dict:
+    """The ``model`` config of an estimator: ``_target_`` and its method parameters."""
+    defaults = estimator_defaults(cls)
+    node = {"_target_": f"{cls.__module__}.{cls.__name__}"}
+    node.update({k: v for k, v in defaults.items() if k not in EXPERIMENT_PARAMS})
+    return node
+
+
+def kmeans_node() -> dict:
+    """The root ``kmeans`` config: the estimators' k-means defaults."""
+    defaults = estimator_defaults(DPPClassifier)
+    return {"n_init": defaults["kmeans_n_init"], "max_iter": defaults["kmeans_max_iter"]}
+
+
+def register() -> None:
+    """Stores the defaults in Hydra's ``ConfigStore`` (idempotent)."""
+    cs = ConfigStore.instance()
+    for method, cls in ESTIMATORS.items():
+        cs.store(group="dpp_defaults/model", name=method, node=model_node(cls))
+    for name, options in OPTIMIZERS.items():
+        cs.store(group="dpp_defaults/optimizer", name=name, node={"name": name, **options})
+    cs.store(group="dpp_defaults/kmeans", name="default", node=kmeans_node())
+
+
+register()

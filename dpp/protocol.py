@@ -1,0 +1,257 @@
+"""The trial protocol: split, preprocess, choose lambda, fit every method, evaluate. No I/O.
+
+A trial ``t`` (seed ``seed + t``) splits the sets, fits the preprocessing on the training part,
+runs k-means once per distinct ``K`` (every method of that ``K`` starts from the same centres),
+chooses ``lambda`` by the ``l2_selection`` rule, fits every estimator on the same training
+sets and evaluates it on the test sets. It returns one record per method; the caller writes
+them (``on_record`` is called after every fit, so a run that fails later keeps them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import clone
+from sklearn.pipeline import Pipeline
+
+from dpp.datasets.base import Dataset
+from dpp.errors import NonFiniteResultError
+from dpp.estimators import ClassPriorClassifier, DPPClassifierCV, PrototypeClassifier
+from dpp.experiment_settings import TrialSettings
+from dpp.init import kmeans_centres
+from dpp.metrics import evaluate
+from dpp.model import FittedModel, encode_hard_jit
+from dpp.selection import select_l2
+from dpp.sets import RaggedSets
+from dpp.solvers import options as solver_options
+from dpp.splits import block_ids, prepare, split_indices
+
+logger = logging.getLogger(__name__)
+
+
+class Trial(NamedTuple):
+    """What a trial leaves for the first-trial figures, reports and saved models."""
+
+    train: RaggedSets
+    test: RaggedSets
+    models: dict[str, FittedModel]
+    estimators: dict[str, PrototypeClassifier]  # fitted, on the preprocessed sets
+    transform: Pipeline | None  # the fitted preprocessing (None: identity)
+    train_idx: np.ndarray  # indices of the training sets in the dataset
+    test_idx: np.ndarray
+    split: dict  # the split settings (dataset.split)
+
+
+def _kmeans_cache(train: RaggedSets, seed: int, estimator: PrototypeClassifier):
+    """``centres(K) -> (centres, seconds)``: k-means once per distinct ``K`` in a trial."""
+    cache: dict[int, tuple[np.ndarray, float]] = {}
+
+    def centres(k: int) -> tuple[np.ndarray, float]:
+        if k not in cache:
+            t0 = time.perf_counter()
+            c = kmeans_centres(
+                np.asarray(train.vectors),
+                k,
+                seed,
+                estimator.kmeans_n_init,
+                estimator.kmeans_max_iter,
+            )
+            cache[k] = (c, time.perf_counter() - t0)
+        return cache[k]
+
+    return centres
+
+
+def _shared_l2(settings: TrialSettings, train, centres, seed, groups) -> tuple[float, dict]:
+    """``l2_selection.kind == cv``: one lambda for all methods, by CV of the standard codes.
+
+    With ``groups`` (the spatial blocks of a ``spatial_blocks`` split) the folds keep every
+    block whole, so the selection is as spatially disjoint as the split.
+    """
+    sel = settings.l2_selection
+    primary = next(iter(settings.methods.values()))
+    mu = jnp.asarray(centres(primary.n_prototypes)[0], dtype=train.vectors.dtype)
+    t0 = time.perf_counter()
+    z = encode_hard_jit(train, mu)
+    solver = solver_options.theta_solver(primary.optimizer, primary.optimizer_options)
+    l2, scores = select_l2(
+        z, train.labels, train.weights, list(sel["grid"]), sel["folds"], seed, solver, groups
+    )
+    info = {
+        "l2_selection": "cv",
+        "l2_folds": "groups of blocks" if groups is not None else "sets",
+        "l2_grid": list(sel["grid"]),
+        "l2_cv_scores": scores.tolist(),
+        "l2_selection_seconds": time.perf_counter() - t0,
+    }
+    logger.info(
+        "lambda = %.3g by %d-fold CV on the training sets (scores %s)",
+        l2,
+        sel["folds"],
+        np.round(scores, 4).tolist(),
+    )
+    return l2, info
+
+
+def _fit_by_cv(
+    estimator, train, settings: TrialSettings, groups
+) -> tuple[PrototypeClassifier, dict]:
+    """``l2_selection.kind == dpp_cv``: the method's own ``l2`` (and ``K``) by CV of itself."""
+    sel = settings.l2_selection
+    t0 = time.perf_counter()
+    search = DPPClassifierCV(
+        estimator,
+        l2s=sel["grid"],
+        n_prototypes=sel.get("n_prototypes_grid"),
+        cv=sel["folds"],
+    ).fit(train, groups=groups)
+    results = search.cv_results_
+    info = {
+        "l2_selection": "dpp_cv",
+        "l2_folds": "groups of blocks" if groups is not None else "sets",
+        "l2_grid": [float(v) for v in results["param_l2"]],
+        "n_prototypes_grid": [int(v) for v in results["param_n_prototypes"]],
+        "l2_cv_scores": results["mean_test_score"].tolist(),
+        "best_params": search.best_params_,
+        "l2_selection_seconds": time.perf_counter() - t0,
+    }
+    return search.best_estimator_, info
+
+
+def run_trial(
+    settings: TrialSettings,
+    dataset: Dataset,
+    trial: int,
+    on_record: Callable[[dict], None] | None = None,
+) -> tuple[list[dict], Trial]:
+    """Runs trial ``trial``: every method on the same split, evaluated on the test sets.
+
+    Args:
+        settings: the run's settings (:func:`dpp.experiment_settings.trial_settings`).
+        dataset: all sets.
+        trial: trial index (seed ``settings.seed + trial``).
+        on_record: called with each method's record as soon as it exists.
+
+    Returns:
+        ``(records, trial)``: one record per method, and the trial's sets and models.
+
+    Raises:
+        NonFiniteResultError: a fit produced non-finite parameters, predictions or metrics
+            (naming the method and the trial).
+    """
+    seed = settings.seed + trial
+    split_cfg = settings.split
+    labels = np.asarray(dataset.sets.labels)
+    train_idx, test_idx = split_indices(labels, seed=seed, positions=dataset.positions, **split_cfg)
+    groups, split_info = None, {}
+    if split_cfg["kind"] == "spatial_blocks":
+        groups = block_ids(dataset.positions[train_idx], split_cfg["block_size"])
+        split_info = _class_counts(labels, train_idx, test_idx, dataset.class_names)
+        split_info["train_blocks"] = int(np.unique(groups).size)
+    fit_vectors = None
+    if dataset.anchors is not None:
+        fit_vectors = np.asarray(dataset.sets.vectors)[dataset.anchors[train_idx]]
+    train, test, transform = prepare(
+        dataset.sets.subset(train_idx),
+        dataset.sets.subset(test_idx),
+        standardize=settings.standardize,
+        pca_components=settings.pca_components,
+        fit_vectors=fit_vectors,
+    )
+    primary = next(iter(settings.methods.values()))
+    centres = _kmeans_cache(train, seed, primary)
+    kind = settings.l2_selection["kind"]
+    folds_groups = groups if settings.l2_selection["group_folds"] else None
+    shared_l2, l2_info = None, {}
+    if kind == "cv":
+        shared_l2, l2_info = _shared_l2(settings, train, centres, seed, folds_groups)
+    records, models, estimators = [], {}, {}
+    for name, template in settings.methods.items():
+        estimator = clone(template).set_params(random_state=seed)
+        kmeans_seconds = 0.0
+        if not isinstance(estimator, ClassPriorClassifier):
+            init, kmeans_seconds = centres(estimator.n_prototypes)
+            estimator.set_params(init=init)
+        if shared_l2 is not None:
+            estimator.set_params(l2=shared_l2)
+        t0 = time.perf_counter()
+        try:
+            if kind == "dpp_cv" and not isinstance(estimator, ClassPriorClassifier):
+                estimator.set_params(init="k-means")  # every fold and K runs its own k-means
+                estimator, l2_info = _fit_by_cv(estimator, train, settings, folds_groups)
+            else:
+                estimator.fit(train)
+        except NonFiniteResultError as err:
+            raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
+        model = estimator.model_
+        jax.block_until_ready(model.theta)
+        fit_seconds = time.perf_counter() - t0
+        metrics = _evaluate_finite(model, test, "test", name, trial)
+        train_metrics = _evaluate_finite(model, train, "training", name, trial)
+        status = model.info.get("status")
+        record = {
+            "trial": trial,
+            "seed": seed,
+            "method": name,
+            **metrics,
+            "train_accuracy": train_metrics["accuracy"],
+            "fit_seconds": fit_seconds,
+            "kmeans_seconds": kmeans_seconds,
+            "K": int(estimator.n_prototypes),
+            "l2": float(estimator.l2),
+            **(l2_info if kind != "fixed" else {}),
+            "num_train": train.num_sets,
+            "num_test": test.num_sets,
+            **({"split": split_info} if split_info else {}),
+            "final_objective": float(model.history[-1]) if len(model.history) else None,
+            "objective_history": [float(v) for v in model.history],
+            **({"fit_status": status} if status is not None else {}),
+            "info": model.info,
+        }
+        records.append(record)
+        models[name], estimators[name] = model, estimator
+        logger.info(
+            "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s%s",
+            trial,
+            name,
+            100 * metrics["accuracy"],
+            metrics["test_log_likelihood"],
+            fit_seconds,
+            "" if status is None else f"  ({status})",
+        )
+        if on_record is not None:
+            on_record(record)
+    done = Trial(train, test, models, estimators, transform, train_idx, test_idx, split_cfg)
+    return records, done
+
+
+def _class_counts(labels, train_idx, test_idx, class_names) -> dict:
+    """Per-class training and test counts (by label argmax) and the classes with no test set."""
+    num_classes = labels.shape[1]
+    strata = np.argmax(labels, axis=1)
+    train = np.bincount(strata[train_idx], minlength=num_classes)
+    test = np.bincount(strata[test_idx], minlength=num_classes)
+    names = list(class_names) or [str(c) for c in range(num_classes)]
+    return {
+        "train_class_counts": train.tolist(),
+        "test_class_counts": test.tolist(),
+        "classes_missing_from_test": [names[c] for c in np.flatnonzero(test == 0)],
+    }
+
+
+def _evaluate_finite(model: FittedModel, sets: RaggedSets, part: str, name: str, trial: int):
+    """:func:`dpp.metrics.evaluate` on a model's predictions for ``sets``.
+
+    Its refusal of non-finite predictions is raised again naming the method, the trial and the
+    part (test or training sets).
+    """
+    try:
+        return evaluate(model.log_predictive(sets), np.asarray(sets.labels))
+    except NonFiniteResultError as err:
+        raise NonFiniteResultError(f"trial {trial}, method {name}, {part} sets: {err}") from err
