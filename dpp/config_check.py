@@ -28,6 +28,22 @@ def _get(cfg: DictConfig, key: str):
     return OmegaConf.select(cfg, key)
 
 
+def _missing_keys(cfg, prefix: str = "") -> list[str]:
+    """Keys holding ``???`` (not interpolations, which are not resolved here)."""
+    out = []
+    for key in cfg.keys() if isinstance(cfg, DictConfig) else range(len(cfg)):
+        name = f"{prefix}{key}"
+        if OmegaConf.is_interpolation(cfg, key):
+            continue
+        if OmegaConf.is_missing(cfg, key):
+            out.append(name)
+            continue
+        child = cfg._get_node(key)
+        if isinstance(child, DictConfig | ListConfig):
+            out += _missing_keys(child, name + ".")
+    return out
+
+
 def int_at_least(cfg: DictConfig, key: str, low: int) -> int:
     """``cfg[key]`` as an integer ``>= low`` (:func:`dpp.params.int_at_least`)."""
     return _as_config_error(params.int_at_least, key, _get(cfg, key), low)
@@ -91,6 +107,11 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         ConfigError: naming the key, the rule and the value.
     """
     figures, reports = tuple(figures), tuple(reports)
+    missing = sorted(_missing_keys(cfg))
+    if missing:
+        raise ConfigError(
+            f"{', '.join(missing)} must be set (e.g. python experiments/run.py {missing[0]}=...)"
+        )
     int_at_least(cfg, "seed", 0)
     int_at_least(cfg, "trials", 1)
     boolean(cfg, "verbose")

@@ -226,16 +226,18 @@ def _trial_figures(cfg: DictConfig, methods) -> tuple[list[str], dict[str, str]]
     return names, skipped
 
 
-def save_models(folder: Path, trial: Trial) -> dict[str, Path]:
+def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
     """Saves a trial's fitted estimators as ``<folder>/<method>.npz`` (:mod:`dpp.persist`).
 
     The trial's preprocessing (standardisation, PCA fitted on its training part) is folded into
     each saved estimator, so the files predict on sets in the dataset loader's units (what
-    ``scripts/predict.py`` reads).
+    ``scripts/predict.py`` reads), and the dataset's class names become ``classes_``.
     """
     paths = {}
     for name, estimator in trial.estimators.items():
         saved = copy.copy(estimator)
+        if len(class_names) == len(saved.classes_):
+            saved.classes_ = np.asarray(class_names)
         if trial.transform is not None:
             saved.preprocess_ = Affine.from_pipeline(trial.transform)
             saved.n_features_in_ = int(saved.preprocess_.shift.shape[0])
@@ -321,7 +323,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
 
                 _, done = run_trial(settings, dataset, trial, on_record=keep)
                 if trial == 0:
-                    save_models(out / "models", done)
+                    save_models(out / "models", done, dataset.class_names)
                     for name in trial_figures:
                         TRIAL_FIGURES[name](out, done, dataset)
             records.sort(key=lambda r: (r["trial"], list(methods).index(r["method"])))

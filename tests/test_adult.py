@@ -73,7 +73,7 @@ def test_adult_experiment_runs_on_a_subsample(tmp_path):
             overrides=[
                 "experiment=adult",
                 "trials=1",
-                "model.K=3",
+                "model.n_prototypes=3",
                 "model.max_rounds=2",
                 "optimizer.max_iter=5",
                 "dataset.split.subsample=200",

@@ -154,7 +154,7 @@ def test_table2_experiment_runs_on_a_subset(tmp_path):
             overrides=[
                 "experiment=table2_indian_pines",
                 "trials=1",
-                "model.K=5",
+                "model.n_prototypes=5",
                 "model.max_rounds=2",
                 "optimizer.max_iter=5",
                 "dataset.loader.classes=[2,6,11]",
@@ -201,7 +201,7 @@ def test_spatially_disjoint_protocol_runs_on_a_subset(tmp_path):
             overrides=[
                 "experiment=table2_indian_pines_disjoint",
                 "trials=1",
-                "model.K=5",
+                "model.n_prototypes=5",
                 "model.max_rounds=2",
                 "optimizer.max_iter=5",
                 "dataset.loader.classes=[2,11]",

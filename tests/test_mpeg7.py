@@ -100,7 +100,7 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
             overrides=[
                 "experiment=table1_mpeg7",
                 "trials=1",
-                "model.K=8",
+                "model.n_prototypes=8",
                 "model.max_rounds=2",
                 "optimizer.max_iter=5",
                 "dataset.loader.classes=[apple,bat,bell,Heart]",

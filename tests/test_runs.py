@@ -3,6 +3,7 @@
 The signal tests run ``experiments/run.py`` in a subprocess, as a scheduler would.
 """
 
+import dataclasses
 import json
 import os
 import signal
@@ -16,10 +17,9 @@ import numpy as np
 import pytest
 from test_experiment import FAST, _compose
 
-import dpp.experiment
 from dpp.errors import ConfigError, NonFiniteResultError
+from dpp.estimators import StandardPrototypeClassifier
 from dpp.experiment import run
-from dpp.model import FittedModel
 from dpp.reporting import run_state
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,7 +35,7 @@ def _results(path: Path) -> dict:
     [
         ("trials=0", "trials must be a positive integer, got 0"),
         ("seed=abc", "seed must be an integer >= 0, got 'abc'"),
-        ("model.K=0", "model.K must be a positive integer, got 0"),
+        ("model.n_prototypes=0", "model.n_prototypes must be a positive integer, got 0"),
         ("model.l2=-1", "model.l2 must be a finite number >= 0"),
         ("model.beta_scale=0", "model.beta_scale must be a finite number > 0"),
         ("model.mode=anneal", "model.mode must be one of coordinate_ascent, joint"),
@@ -56,7 +56,7 @@ def test_bad_settings_fail_before_any_data_is_read(tmp_path, override, message):
 
 def test_user_error_exits_2_with_one_line_and_no_traceback(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "experiments/run.py", "model.K=0", f"hydra.run.dir={tmp_path}"],
+        [sys.executable, "experiments/run.py", "model.n_prototypes=0", f"hydra.run.dir={tmp_path}"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -64,7 +64,7 @@ def test_user_error_exits_2_with_one_line_and_no_traceback(tmp_path):
     )
     assert proc.returncode == 2
     output = proc.stdout + proc.stderr
-    assert "model.K must be a positive integer, got 0" in output
+    assert "model.n_prototypes must be a positive integer, got 0" in output
     assert "Traceback" not in output
 
 
@@ -102,15 +102,18 @@ def test_adam_still_improving_is_a_warning_not_converged(tmp_path):
     assert any(w.startswith("trial 0 dpp: max_rounds") for w in results["warnings"])
 
 
-def test_non_finite_predictions_fail_the_run_naming_method_and_trial(tmp_path, monkeypatch):
-    def broken(train, centres, model_cfg, cfg, key, l2):
-        k, c = centres.shape[0], train.num_classes
-        mu = jnp.asarray(centres, jnp.float32)
-        return FittedModel("standard", mu, None, jnp.full((k, c), jnp.nan), np.zeros(0), {})
+class BrokenStandard(StandardPrototypeClassifier):
+    """A method plugged in by ``_target_`` whose classifier weights are NaN."""
 
-    monkeypatch.setitem(dpp.experiment.METHODS, "standard", broken)
+    def _fit_model(self, sets, seed):
+        model = super()._fit_model(sets, seed)
+        return dataclasses.replace(model, theta=jnp.full(model.theta.shape, jnp.nan))
+
+
+def test_non_finite_predictions_fail_the_run_naming_method_and_trial(tmp_path):
+    cfg = _compose(FAST + ["baselines.standard._target_=test_runs.BrokenStandard"])
     with pytest.raises(NonFiniteResultError, match="trial 0, method standard"):
-        run(_compose(FAST), output_dir=tmp_path)
+        run(cfg, output_dir=tmp_path)
     on_disk = _results(tmp_path)
     assert on_disk["status"] == "failed" and "method standard" in on_disk["error"]
     assert [r["method"] for r in on_disk["trials"]] == ["dpp"]  # what finished is kept
@@ -191,6 +194,6 @@ def test_stale_heartbeat_from_another_host_reads_as_killed(tmp_path):
 def test_resume_refuses_a_changed_config(tmp_path):
     run(_compose(FAST), output_dir=tmp_path)
     with pytest.raises(
-        ConfigError, match=r"differs from the run .* in: baselines\.standard\.K, model\.K$"
+        ConfigError, match=r"differs from the run .* in: baselines\.standard\.n_prototypes, model\.n_prototypes$"
     ):
-        run(_compose(FAST + ["model.K=3", "resume=true"]), output_dir=tmp_path)
+        run(_compose(FAST + ["model.n_prototypes=3", "resume=true"]), output_dir=tmp_path)

@@ -1,0 +1,56 @@
+"""Predictions of a saved model for new sets, written to CSV.
+
+    python scripts/predict.py MODEL SETS [--out predictions.csv] [--set-column set_id]
+        [--label-column label] [--features a,b,c]
+
+MODEL is a file written by ``clf.save`` or a run's ``models/<method>.npz``; SETS is a sets file
+(``.npz``, CSV or Parquet; see dpp/datasets/sets_file.py), labelled or not. The CSV has one row
+per set: ``set_id`` (the file's id), ``predicted`` (a class) and ``p_<class>`` for every class;
+with labels in SETS, also ``label``, and the accuracy is printed.
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpp.datasets.sets_file import read_sets
+from dpp.errors import DataError
+from dpp.persist import ModelFileError, load
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", type=Path)
+    parser.add_argument("sets", type=Path)
+    parser.add_argument("--out", type=Path, default=Path("predictions.csv"))
+    parser.add_argument("--set-column", default="set_id")
+    parser.add_argument("--label-column", default="label")
+    parser.add_argument("--features", default=None, help="comma-separated feature columns")
+    args = parser.parse_args(argv)
+    features = args.features.split(",") if args.features else None
+    try:
+        clf = load(args.model)
+        data = read_sets(args.sets, args.set_column, args.label_column, features)
+        proba = clf.predict_proba((data.vectors, data.set_index))
+    except (FileNotFoundError, ModelFileError, DataError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    classes = np.asarray(clf.classes_)
+    table = pd.DataFrame({"set_id": data.set_ids, "predicted": classes[np.argmax(proba, axis=1)]})
+    for c, column in zip(classes, proba.T, strict=True):
+        table[f"p_{c}"] = column
+    if data.labels is not None:
+        table["label"] = data.labels
+        accuracy = np.mean(table["predicted"].astype(str) == table["label"].astype(str))
+        print(f"accuracy {100 * accuracy:.2f}% on {len(table)} labelled sets")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
+    print(f"predictions for {len(table)} sets written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""Issue 9: the scikit-learn estimators, model selection, save/load and your own sets files."""
+
+import json
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import FunctionTransformer
+from test_experiment import FAST, _compose
+
+from dpp.datasets.sets_file import load_sets_file
+from dpp.datasets.synthetic import make_synthetic
+from dpp.errors import ConfigError, DataError
+from dpp.estimators import (
+    DPPClassifier,
+    DPPClassifierCV,
+    InfoLossClassifier,
+    StandardPrototypeClassifier,
+    as_sets,
+)
+from dpp.experiment import run
+from dpp.persist import ModelFileError, load
+from dpp.sets import RaggedSets
+from dpp.splits import split_indices
+
+#: Small and quick: few rounds and solver iterations (compilation dominates these fits).
+QUICK = {
+    "max_rounds": 3,
+    "optimizer_options": {"max_iter": 10, "theta_max_iter": 100},
+}
+
+
+def _sets(rng, n, dim=3, offset=0.0, names=("cat", "dog"), size=None):
+    """Two classes of sets of 2-9 vectors (or all of ``size``), told apart by the mean of their
+    first feature. Training sets of one size make equal folds share their compiled programs."""
+    X, y = [], []
+    for i in range(n):
+        c = i % 2
+        m = int(rng.integers(2, 10)) if size is None else size
+        shift = np.zeros(dim)
+        shift[0] = 1.2 if c else -1.2
+        X.append(rng.normal(size=(m, dim)) + shift + offset)
+        y.append(names[c])
+    return X, np.array(y)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(9)
+    X, y = _sets(rng, 60, size=4)
+    X_test, y_test = _sets(rng, 40)
+    return X, y, X_test, y_test
+
+
+@pytest.fixture(scope="module")
+def fitted(problem):
+    X, y, _, _ = problem
+    return DPPClassifier(n_prototypes=3, **QUICK).fit(X, y)
+
+
+def test_fit_predict_with_string_labels(fitted, problem):
+    _, _, X_test, y_test = problem
+    assert list(fitted.classes_) == ["cat", "dog"]
+    proba = fitted.predict_proba(X_test)
+    assert proba.shape == (40, 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert set(fitted.predict(X_test)) <= {"cat", "dog"}
+    assert fitted.score(X_test, y_test) >= 0.8  # the classes differ by 2.4 s.d. in one feature
+    assert fitted.prototypes_.shape == (3, 3) and fitted.theta_.shape == (3, 2)
+    assert np.isscalar(fitted.beta_) and fitted.beta_ > 0
+    assert fitted.n_features_in_ == 3 and fitted.n_iter_ == fitted.fit_info_["rounds"]
+    assert fitted.converged_ == (fitted.fit_info_["status"] == "converged")
+    np.testing.assert_allclose(
+        np.log(proba), fitted.predict_log_proba(X_test), rtol=1e-6, atol=1e-9
+    )
+
+
+def test_prediction_needs_no_labels_and_names_a_dimension_mismatch(fitted, problem):
+    _, _, X_test, _ = problem
+    unlabelled = RaggedSets.from_list(X_test)
+    assert unlabelled.labels is None
+    np.testing.assert_array_equal(fitted.predict_proba(unlabelled), fitted.predict_proba(X_test))
+    with pytest.raises(ValueError, match="D = 4 features per vector but .* fitted on D = 3"):
+        fitted.predict([np.zeros((2, 4))])
+
+
+def test_the_input_forms_give_the_same_sets(fitted, problem):
+    _, _, X_test, _ = problem
+    sizes = np.array([len(x) for x in X_test])
+    flat = np.concatenate(X_test)
+    ids = np.repeat(np.arange(len(X_test)) * 7 + 3, sizes)  # any integers
+    order = np.random.default_rng(0).permutation(len(ids))  # in any order
+    expected = fitted.predict_proba(X_test)
+    for form in (
+        (flat[order], ids[order]),
+        RaggedSets.from_lengths(flat, sizes),
+        RaggedSets.from_offsets(flat, np.concatenate([[0], np.cumsum(sizes)])),
+    ):
+        # float32 sums in another order within a set (the pair form reorders vectors)
+        np.testing.assert_allclose(fitted.predict_proba(form), expected, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="lengths sum to"):
+        RaggedSets.from_lengths(flat, sizes[:-1])
+    with pytest.raises(ValueError, match="set 1 has length 0"):
+        RaggedSets.from_lengths(flat[:3], np.array([3, 0]))
+
+
+def test_soft_labels_and_sample_weights(fitted, problem):
+    X, y, X_test, y_test = problem
+    hard = (y == "dog").astype(float)
+    soft = np.stack([1 - 0.8 * hard - 0.1, 0.8 * hard + 0.1], axis=1)
+    clf = DPPClassifier(n_prototypes=3, **QUICK).fit(X, soft)
+    assert list(clf.classes_) == [0, 1]
+    assert clf.score(X_test, (y_test == "dog").astype(int)) >= 0.8
+    # soft labels 0.1/0.9 are predicted less confidently than hard ones
+    confidence = clf.predict_proba(X_test).max(axis=1).mean()
+    assert confidence < fitted.predict_proba(X_test).max(axis=1).mean()
+    with pytest.raises(ValueError, match="sum to"):
+        DPPClassifier(n_prototypes=3, **QUICK).fit(X, soft * 0.5)
+    # a set of weight 0 does not count: the fit equals the fit without it
+    weights = np.ones(len(X))
+    weights[0] = 0.0
+    a = StandardPrototypeClassifier(n_prototypes=3).fit(X, y, sample_weight=weights)
+    b = StandardPrototypeClassifier(n_prototypes=3, init=a.model_.prototypes).fit(X[1:], y[1:])
+    np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-4)
+
+
+def test_clone_and_params_round_trip():
+    clf = DPPClassifier(n_prototypes=5, l2=0.3, beta_prior="lognormal", optimizer="adam")
+    twin = clone(clf)
+    assert twin.get_params() == clf.get_params() and twin is not clf
+    clf.set_params(**{"l2": 1.5, "n_prototypes": 2})
+    assert (clf.l2, clf.n_prototypes) == (1.5, 2)
+    for cls in (DPPClassifier, StandardPrototypeClassifier, InfoLossClassifier):
+        assert clone(cls()).get_params() == cls().get_params()
+    with pytest.raises(ValueError, match="n_prototypes must be a positive integer, got 0"):
+        DPPClassifier(n_prototypes=0).fit([np.zeros((2, 2))] * 2, [0, 1])
+    with pytest.raises(ValueError, match="optimizer lbfgs_optax has no option epochs"):
+        DPPClassifier(optimizer_options={"epochs": 3}).check_params()
+
+
+def test_grid_search_over_l2_and_n_prototypes_on_a_list_of_sets(problem):
+    X, y, X_test, y_test = problem
+    search = GridSearchCV(
+        DPPClassifier(**QUICK), {"l2": [1e-2, 1.0], "n_prototypes": [2, 3]}, cv=2
+    ).fit(X, y)
+    assert search.best_params_["n_prototypes"] in (2, 3)
+    assert len(search.cv_results_["params"]) == 4
+    assert search.score(X_test, y_test) >= 0.8
+    scores = cross_val_score(StandardPrototypeClassifier(n_prototypes=3), X, y, cv=2)
+    assert scores.shape == (2,) and np.all(scores > 0.6)
+
+
+def test_pipeline_downstream_logistic_regression_on_transform(problem):
+    X, y, X_test, y_test = problem
+    pipe = Pipeline(
+        [("bow", DPPClassifier(n_prototypes=3, **QUICK)), ("lr", LogisticRegression())]
+    ).fit(X, y)
+    z = pipe.named_steps["bow"].transform(X_test)
+    assert z.shape == (40, 3) and np.allclose(z.sum(axis=1), 1.0)  # codes on the simplex
+    assert pipe.score(X_test, y_test) >= 0.8
+    last = Pipeline([("identity", FunctionTransformer()), ("dpp", StandardPrototypeClassifier())])
+    assert last.fit(X, y).score(X_test, y_test) >= 0.8
+
+
+def test_preprocessing_inside_makes_raw_offset_sets_work(problem):
+    X, y, X_test, y_test = problem
+    offset = 1e4
+    clf = DPPClassifier(n_prototypes=3, standardize=True, pca_components=3, **QUICK)
+    clf.fit([x + offset for x in X], y)
+    raw = [x + offset for x in X_test]
+    assert clf.score(raw, y_test) >= 0.8
+    assert clf.prototypes_.shape == (3, 3)
+    assert np.all(np.abs(clf.prototypes_.mean(axis=0) - offset) < 5)  # back in input units
+
+
+def test_save_load_round_trip_and_refusals(fitted, problem, tmp_path):
+    _, _, X_test, _ = problem
+    path = tmp_path / "model.npz"
+    fitted.save(path)
+    loaded = load(path)
+    assert type(loaded) is DPPClassifier and loaded.get_params() == fitted.get_params()
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), fitted.predict_proba(X_test))
+    assert list(loaded.classes_) == ["cat", "dog"] and loaded.fit_info_["status"]
+    # a file from a newer format version
+    with np.load(path, allow_pickle=False) as data:
+        arrays = {k: data[k] for k in data.files}
+    header = json.loads(str(arrays["header"]))
+    header["format_version"] = 99
+    arrays["header"] = np.asarray(json.dumps(header))
+    newer = tmp_path / "newer.npz"
+    np.savez(newer, **arrays)
+    with pytest.raises(ModelFileError, match="format version 99, newer than"):
+        load(newer)
+    # a damaged file: cut short, or an array missing
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(ModelFileError, match="not a readable dpp model file"):
+        load(cut)
+    del arrays["theta"]
+    arrays["header"] = np.asarray(json.dumps({**header, "format_version": 1}))
+    damaged = tmp_path / "damaged.npz"
+    np.savez(damaged, **arrays)
+    with pytest.raises(ModelFileError, match="missing array.*theta"):
+        load(damaged)
+    with pytest.raises(FileNotFoundError, match="no model file"):
+        load(tmp_path / "none.npz")
+    assert zipfile.is_zipfile(path)  # a plain .npz, readable without dpp
+
+
+def test_dpp_classifier_cv_chooses_by_cv_of_dpp_with_warm_starts(problem):
+    X, y, X_test, y_test = problem
+    search = DPPClassifierCV(DPPClassifier(**QUICK), l2s=[2e-2, 20.0], n_prototypes=[3], cv=2)
+    search.fit(X, y)
+    scores = search.cv_results_["mean_test_score"]
+    assert scores.shape == (2,) and np.all(scores < 0)  # mean validation log-likelihood
+    best = int(np.argmax(scores))
+    assert search.best_params_ == search.cv_results_["params"][best]
+    assert search.best_estimator_.l2 == search.best_params_["l2"]
+    assert search.score(X_test, y_test) >= 0.8
+    assert search.prototypes_.shape == (3, 3)  # the refitted estimator's attributes
+
+
+def test_warm_start_starts_from_the_previous_solution(fitted, problem):
+    X, y, _, _ = problem
+    warm = clone(fitted).set_params(warm_start=True)
+    warm.model_ = fitted.model_  # as after a fit on the same sets
+    warm.fit(X, y)
+    # the start is the previous solution: L after the first Theta-step is at least its final L,
+    # far above the k-means start of a cold fit
+    assert warm.history_[0] >= fitted.history_[-1] - 1e-6 * abs(fitted.history_[-1])
+    assert fitted.history_[0] < fitted.history_[-1] - 1e-3
+
+
+# ------------------------------------------------------------------ your own sets files
+def _write_files(tmp_path):
+    rng = np.random.default_rng(3)
+    X, y = _sets(rng, 40, names=("neg", "pos"))
+    ids = np.arange(1000, 1040)[rng.permutation(40)]  # any integers
+    sizes = [len(x) for x in X]
+    flat, set_ids = np.concatenate(X), np.repeat(ids, sizes)
+    rows = rng.permutation(len(flat))  # rows in any order
+    labels = y[np.argsort(ids)]  # label n belongs to the n-th smallest id
+    npz = tmp_path / "sets.npz"
+    np.savez(npz, vectors=flat[rows], set_ids=set_ids[rows], labels=labels)
+    table = pd.DataFrame(flat[rows], columns=["f0", "f1", "f2"])
+    table["set_id"], table["label"] = set_ids[rows], np.repeat(y, sizes)[rows]
+    csv = tmp_path / "sets.csv"
+    table.to_csv(csv, index=False)
+    return npz, csv, table
+
+
+def test_sets_files_npz_and_csv_hold_the_same_sets(tmp_path):
+    npz, csv, table = _write_files(tmp_path)
+    a, b = load_sets_file(str(npz)), load_sets_file(str(csv))
+    assert a.sets.num_sets == b.sets.num_sets == 40 and a.class_names == ("neg", "pos")
+    np.testing.assert_array_equal(np.asarray(a.sets.labels), np.asarray(b.sets.labels))
+    np.testing.assert_array_equal(np.asarray(a.sets.set_ids), np.asarray(b.sets.set_ids))
+    np.testing.assert_allclose(np.asarray(a.sets.vectors), np.asarray(b.sets.vectors))
+    bad = table.copy()
+    bad.loc[bad.index[0], "label"] = "other" if bad["label"].iloc[0] == "neg" else "neg"
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(DataError, match=r"bad\.csv: set .* has rows with different labels"):
+        load_sets_file(str(tmp_path / "bad.csv"))
+    table.assign(f1="x").to_csv(tmp_path / "text.csv", index=False)
+    with pytest.raises(DataError, match="feature column 'f1' is not numeric"):
+        load_sets_file(str(tmp_path / "text.csv"))
+    with pytest.raises(DataError, match="no set-id column 'group'"):
+        load_sets_file(str(csv), set_column="group")
+    with pytest.raises(FileNotFoundError, match="no sets file at"):
+        load_sets_file(str(tmp_path / "missing.npz"))
+
+
+def test_sets_file_runs_end_to_end_and_its_models_predict(tmp_path):
+    npz, csv, _ = _write_files(tmp_path)
+    with pytest.raises(ConfigError, match="dataset.path must be set"):
+        run(_compose(FAST[:-1] + ["dataset=sets_file"]), output_dir=tmp_path / "none")
+    results = {}
+    for path in (npz, csv):
+        cfg = _compose(FAST[:-1] + ["dataset=sets_file", f"dataset.path={path}"])
+        results[path.suffix] = run(cfg, output_dir=tmp_path / path.suffix[1:])
+    a, b = (results[s]["trials"] for s in (".npz", ".csv"))
+    assert [r["accuracy"] for r in a] == [r["accuracy"] for r in b]
+    model = load(tmp_path / "csv" / "models" / "dpp.npz")
+    assert list(model.classes_) == ["neg", "pos"]  # the dataset's class names
+    data = load_sets_file(str(npz))
+    test_acc = model.score(data.sets, np.array(data.class_names)[np.argmax(data.sets.labels, 1)])
+    assert test_acc >= 0.8
+
+
+def test_cli_and_estimator_fit_the_same_model(tmp_path):
+    run(_compose(FAST), output_dir=tmp_path)
+    saved = load(tmp_path / "models" / "dpp.npz")
+    data = make_synthetic(num_sets=40, min_size=1, max_size=20, seed=0)
+    labels = np.asarray(data.sets.labels)
+    train, test = split_indices(labels, "stratified", seed=0, train_fraction=0.2)
+    clf = DPPClassifier(n_prototypes=2, l2=1e-2, random_state=0, **QUICK)
+    clf.fit(data.sets.subset(train), np.argmax(labels[train], axis=1))
+    np.testing.assert_allclose(
+        clf.predict_proba(data.sets.subset(test)),
+        saved.predict_proba(data.sets.subset(test)),
+        rtol=1e-6,
+    )
+    assert clf.fit_info_["rounds"] == saved.fit_info_["rounds"]
+
+
+def test_as_sets_refuses_a_flat_array():
+    with pytest.raises(ValueError, match="X must be a list of"):
+        as_sets(np.zeros((5, 3)))
