@@ -2,7 +2,6 @@
 
 import json
 
-import numpy as np
 import pytest
 from conftest import CONFIG_DIR
 from hydra import compose, initialize_config_dir

@@ -194,6 +194,8 @@ def test_stale_heartbeat_from_another_host_reads_as_killed(tmp_path):
 def test_resume_refuses_a_changed_config(tmp_path):
     run(_compose(FAST), output_dir=tmp_path)
     with pytest.raises(
-        ConfigError, match=r"differs from the run .* in: baselines\.standard\.n_prototypes, model\.n_prototypes$"
+        ConfigError,
+        match=r"differs from the run .* in: baselines\.standard\.n_prototypes, "
+        r"model\.n_prototypes$",
     ):
         run(_compose(FAST + ["model.n_prototypes=3", "resume=true"]), output_dir=tmp_path)
