@@ -225,6 +225,13 @@ class Affine:
         return np.asarray(x, np.float64) @ np.linalg.pinv(self.matrix) + self.shift
 
 
+def _store(estimator, values: dict) -> None:
+    """Sets every constructor argument as an attribute, unchanged (scikit-learn's rule)."""
+    for name, value in values.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
 # ---------------------------------------------------------------------- base
 class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of the prototype classifiers (not used directly).
@@ -467,29 +474,7 @@ class DPPClassifier(PrototypeClassifier):
         random_state: int | None = 0,
         verbose: bool = False,
     ):
-        self.n_prototypes = n_prototypes
-        self.l2 = l2
-        self.mode = mode
-        self.max_rounds = max_rounds
-        self.tol = tol
-        self.beta_step_limit = beta_step_limit
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.beta_scale = beta_scale
-        self.per_prototype_beta = per_prototype_beta
-        self.beta_prior = beta_prior
-        self.beta_prior_loc = beta_prior_loc
-        self.beta_prior_scale = beta_prior_scale
-        self.standardize = standardize
-        self.pca_components = pca_components
-        self.init = init
-        self.warm_start = warm_start
-        self.optimizer = optimizer
-        self.optimizer_options = optimizer_options
-        self.kmeans_n_init = kmeans_n_init
-        self.kmeans_max_iter = kmeans_max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        _store(self, locals())
 
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
@@ -573,18 +558,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         random_state: int | None = 0,
         verbose: bool = False,
     ):
-        self.n_prototypes = n_prototypes
-        self.l2 = l2
-        self.standardize = standardize
-        self.pca_components = pca_components
-        self.init = init
-        self.warm_start = warm_start
-        self.optimizer = optimizer
-        self.optimizer_options = optimizer_options
-        self.kmeans_n_init = kmeans_n_init
-        self.kmeans_max_iter = kmeans_max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        _store(self, locals())
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         centres = self._initial_centres(sets, seed)
@@ -631,23 +605,7 @@ class InfoLossClassifier(PrototypeClassifier):
         random_state: int | None = 0,
         verbose: bool = False,
     ):
-        self.n_prototypes = n_prototypes
-        self.l2 = l2
-        self.beta_scale = beta_scale
-        self.gamma_scale = gamma_scale
-        self.max_rounds = max_rounds
-        self.tol = tol
-        self.centre_max_iter = centre_max_iter
-        self.standardize = standardize
-        self.pca_components = pca_components
-        self.init = init
-        self.warm_start = warm_start
-        self.optimizer = optimizer
-        self.optimizer_options = optimizer_options
-        self.kmeans_n_init = kmeans_n_init
-        self.kmeans_max_iter = kmeans_max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        _store(self, locals())
 
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
@@ -695,18 +653,7 @@ class ClassPriorClassifier(PrototypeClassifier):
         random_state: int | None = 0,
         verbose: bool = False,
     ):
-        self.n_prototypes = n_prototypes
-        self.l2 = l2
-        self.standardize = standardize
-        self.pca_components = pca_components
-        self.init = init
-        self.warm_start = warm_start
-        self.optimizer = optimizer
-        self.optimizer_options = optimizer_options
-        self.kmeans_n_init = kmeans_n_init
-        self.kmeans_max_iter = kmeans_max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+        _store(self, locals())
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         del seed
@@ -766,11 +713,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         cv: int = 5,
         scoring: str = "log_likelihood",
     ):
-        self.estimator = estimator
-        self.l2s = l2s
-        self.n_prototypes = n_prototypes
-        self.cv = cv
-        self.scoring = scoring
+        _store(self, locals())
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Cross-validates every (``n_prototypes``, ``l2``) candidate, then refits the best.

@@ -30,6 +30,7 @@ import numpy as np
 
 from dpp.model import FittedModel
 from dpp.normalize import Normalizer
+from dpp.reporting import jsonable
 
 FORMAT = "dpp-model"
 FORMAT_VERSION = 1
@@ -44,20 +45,6 @@ def _dpp_version() -> str:
         return version("dpp")
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return "unknown"
-
-
-def _jsonable(value):
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 def save(estimator, path) -> Path:
@@ -101,11 +88,11 @@ def save(estimator, path) -> Path:
         "dpp_version": _dpp_version(),
         "estimator": type(estimator).__name__,
         "method": model.method,
-        "params": _jsonable(params),
-        "classes": _jsonable(classes.tolist()),
+        "params": jsonable(params),
+        "classes": jsonable(classes.tolist()),
         "classes_dtype": classes.dtype.kind,
         "n_features_in": int(estimator.n_features_in_),
-        "info": _jsonable(model.info),
+        "info": jsonable(model.info),
         "arrays": sorted(arrays),
     }
     path = Path(path)

@@ -127,7 +127,7 @@ def write_results(out_dir: Path, header: dict, records: list[dict], status: str,
         "trials": records,
     }
     tmp = out_dir / "results.json.tmp"
-    tmp.write_text(json.dumps(_jsonable(results), indent=2))
+    tmp.write_text(json.dumps(jsonable(results), indent=2))
     tmp.replace(out_dir / "results.json")
     _write_csv(out_dir / "results.csv", records)
     title = f"# {header.get('experiment', 'dpp')}: {header.get('dataset', '')}\n\n"
@@ -272,13 +272,14 @@ def _write_csv(path: Path, records: list[dict]) -> None:
         writer.writerows(records)
 
 
-def _jsonable(value):
+def jsonable(value):
+    """``value`` with arrays as lists, NumPy scalars as Python ones and NaN/inf as ``None``."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
