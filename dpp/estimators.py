@@ -250,6 +250,8 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     """
 
     method: ClassVar[str] = ""
+    #: Whether the method starts from k-means centres (the experiments share them per ``K``).
+    uses_centres: ClassVar[bool] = True
 
     # subclasses list their own parameters in __init__ (scikit-learn reads the signature)
     def check_params(self) -> None:
@@ -637,6 +639,7 @@ class ClassPriorClassifier(PrototypeClassifier):
     """
 
     method = "class_prior"
+    uses_centres = False
 
     def __init__(
         self,

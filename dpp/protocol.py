@@ -22,7 +22,7 @@ from sklearn.pipeline import Pipeline
 
 from dpp.datasets.base import Dataset
 from dpp.errors import NonFiniteResultError
-from dpp.estimators import ClassPriorClassifier, DPPClassifierCV, PrototypeClassifier
+from dpp.estimators import DPPClassifierCV, PrototypeClassifier
 from dpp.experiment_settings import TrialSettings
 from dpp.init import kmeans_centres
 from dpp.metrics import evaluate
@@ -175,14 +175,14 @@ def run_trial(
     for name, template in settings.methods.items():
         estimator = clone(template).set_params(random_state=seed)
         kmeans_seconds = 0.0
-        if not isinstance(estimator, ClassPriorClassifier):
+        if estimator.uses_centres:
             init, kmeans_seconds = centres(estimator.n_prototypes)
             estimator.set_params(init=init)
         if shared_l2 is not None:
             estimator.set_params(l2=shared_l2)
         t0 = time.perf_counter()
         try:
-            if kind == "dpp_cv" and not isinstance(estimator, ClassPriorClassifier):
+            if kind == "dpp_cv" and estimator.uses_centres:
                 estimator.set_params(init="k-means")  # every fold and K runs its own k-means
                 estimator, l2_info = _fit_by_cv(estimator, train, settings, folds_groups)
             else:

@@ -310,3 +310,13 @@ def test_cli_and_estimator_fit_the_same_model(tmp_path):
 def test_as_sets_refuses_a_flat_array():
     with pytest.raises(ValueError, match="X must be a list of"):
         as_sets(np.zeros((5, 3)))
+
+
+def test_experiment_with_dpp_cv_reports_the_choice(tmp_path):
+    overrides = ["~baselines.standard", "l2_selection.kind=dpp_cv", "l2_selection.folds=2"]
+    cfg = _compose(FAST + overrides + ["l2_selection.grid=[0.01,10.0]"])
+    (record,) = run(cfg, output_dir=tmp_path)["trials"]
+    assert record["method"] == "dpp" and record["l2_selection"] == "dpp_cv"
+    assert record["l2"] in (0.01, 10.0) and record["l2_grid"] == [10.0, 0.01]
+    best = record["l2_grid"][int(np.argmax(record["l2_cv_scores"]))]
+    assert record["l2"] == best == record["best_params"]["l2"]
