@@ -2,7 +2,7 @@
 
 Examples:
     python experiments/run.py                                  # synthetic, Figure 1
-    python experiments/run.py model.K=4 optimizer=lbfgs_jaxopt trials=3
+    python experiments/run.py model.n_prototypes=4 optimizer=lbfgs_jaxopt trials=3
     python experiments/run.py -m model.l2=1e-3,1e-2            # a sweep
     python experiments/run.py experiment=synthetic_large
     python experiments/run.py hydra.run.dir=outputs/mine resume=true   # continue a killed run

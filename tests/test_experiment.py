@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from dpp.datasets.base import Dataset
 from dpp.estimators import ESTIMATORS
 from dpp.experiment import run
-from dpp.experiment_settings import method_configs, trial_settings
+from dpp.experiment_settings import trial_settings
 
 FAST = [
     "model.max_rounds=3",
@@ -68,11 +68,19 @@ def test_synthetic_dataset_configs_instantiate(dataset):
     assert isinstance(data, Dataset) and data.sets.num_sets == cfg.dataset.loader.num_sets
 
 
-def test_issue_overrides_compose():
-    cfg = _compose(["model.n_prototypes=4", "optimizer=lbfgs_jaxopt", "trials=3"])
-    assert cfg.model.n_prototypes == 4 and cfg.baselines.standard.n_prototypes == 4
-    assert cfg.optimizer.name == "lbfgs_jaxopt" and cfg.trials == 3
-    assert list(method_configs(_compose(["model=standard"]))) == ["standard"]
+def test_overrides_reach_the_estimators():
+    settings = trial_settings(
+        _compose(
+            ["model.n_prototypes=4", "optimizer=lbfgs_jaxopt", "model.l2=0.5", "verbose=false"]
+        )
+    )
+    dpp_clf, standard = settings.methods["dpp"], settings.methods["standard"]
+    assert (standard.n_prototypes, standard.l2) == (4, 0.5)  # the baseline shares K and lambda
+    fit = dpp_clf.fit_settings()
+    assert fit.l2 == 0.5 and fit.prototype_solver.backend == "lbfgs_jaxopt"
+    assert fit.theta_solver.backend == "lbfgs_jaxopt" and fit.theta_solver.max_iter == 500
+    # a baseline of the model's own method is not fitted twice
+    assert list(trial_settings(_compose(["model=standard"])).methods) == ["standard"]
 
 
 def test_run_writes_results_table_and_figures(tmp_path):
