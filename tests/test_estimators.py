@@ -256,6 +256,9 @@ def _write_files(tmp_path):
 def test_sets_files_npz_and_csv_hold_the_same_sets(tmp_path):
     npz, csv, table = _write_files(tmp_path)
     a, b = load_sets_file(str(npz)), load_sets_file(str(csv))
+    table.to_parquet(tmp_path / "sets.parquet")
+    c = load_sets_file(str(tmp_path / "sets.parquet"))
+    np.testing.assert_array_equal(np.asarray(b.sets.vectors), np.asarray(c.sets.vectors))
     assert a.sets.num_sets == b.sets.num_sets == 40 and a.class_names == ("neg", "pos")
     np.testing.assert_array_equal(np.asarray(a.sets.labels), np.asarray(b.sets.labels))
     np.testing.assert_array_equal(np.asarray(a.sets.set_ids), np.asarray(b.sets.set_ids))
