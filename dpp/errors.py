@@ -4,6 +4,8 @@
 * :class:`DataError`: a data file is corrupt or holds unknown values (names the file and line).
 * :class:`NonFiniteResultError`: a fit or an evaluation produced NaN or inf (names the method and
   the trial); the run ends with status ``failed``.
+* :class:`ModelFileError`: a saved model file is not a dpp model, is damaged, or is from a newer
+  format version.
 * :class:`RunInterrupted`: SIGTERM or SIGINT stopped the run; it ends with status
   ``interrupted``.
 """
@@ -19,6 +21,10 @@ class DataError(ValueError):
     """A data file is corrupt or holds values the loader does not know."""
 
 
+class ModelFileError(ValueError):
+    """A model file that cannot be read: not a dpp model, damaged, or from a newer format."""
+
+
 class NonFiniteResultError(RuntimeError):
     """A fit or a metric is NaN or infinite."""
 
@@ -32,4 +38,4 @@ class RunInterrupted(BaseException):
 
 
 #: Errors whose message is the whole story for a command-line user.
-USER_ERRORS = (ConfigError, DataError, FileNotFoundError)
+USER_ERRORS = (ConfigError, DataError, ModelFileError, FileNotFoundError)

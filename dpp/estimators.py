@@ -41,6 +41,7 @@ from dpp import params as check
 from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard
+from dpp.errors import NonFiniteResultError
 from dpp.init import kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.model import MODES, FittedModel, fit_dpp
@@ -343,6 +344,15 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         raise NotImplementedError
 
     def _set_fitted(self, model: FittedModel) -> None:
+        """Sets the fitted attributes from ``model``.
+
+        Raises:
+            NonFiniteResultError: a parameter of ``model`` is NaN or infinite (every method,
+                not only DPP, so no estimator predicts NaN).
+        """
+        for name, value in (("mu", model.mu), ("log_beta", model.log_beta), ("theta", model.theta)):
+            if value is not None and not np.all(np.isfinite(np.asarray(value))):
+                raise NonFiniteResultError(f"{model.method} fit produced non-finite {name}")
         self.model_ = model
         prototypes = model.prototypes
         if self.preprocess_ is not None:
@@ -520,6 +530,8 @@ class DPPClassifier(PrototypeClassifier):
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         start = self._warm_model(sets)
+        if start is not None and np.ndim(start.log_beta) != int(bool(self.per_prototype_beta)):
+            start = None  # a shared beta cannot warm-start per-prototype ones, nor the reverse
         centres = start.prototypes if start is not None else self._initial_centres(sets, seed)
         return fit_dpp(
             sets,
@@ -530,7 +542,7 @@ class DPPClassifier(PrototypeClassifier):
             beta_scale=float(self.beta_scale),
             per_prototype_beta=bool(self.per_prototype_beta),
             validation_fraction=float(self.validation_fraction),
-            start=start if start is not None and start.log_beta is not None else None,
+            start=start,
         )
 
 

@@ -41,8 +41,7 @@ class TrialSettings:
 def make_estimator(method_cfg: DictConfig, cfg: DictConfig) -> PrototypeClassifier:
     """Instantiates a method config (``_target_``) with the run-wide parameters.
 
-    Raises:
-        ValueError: a parameter the estimator rejects (naming it).
+    The parameters are checked by ``check_config`` before the run and by ``fit``.
     """
     estimator = hydra.utils.instantiate(method_cfg, _convert_="all")
     optimizer = OmegaConf.to_container(cfg.optimizer, resolve=True)
@@ -53,7 +52,6 @@ def make_estimator(method_cfg: DictConfig, cfg: DictConfig) -> PrototypeClassifi
         kmeans_max_iter=int(cfg.kmeans.max_iter),
         verbose=bool(cfg.verbose),
     )
-    estimator.check_params()
     return estimator
 
 

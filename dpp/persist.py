@@ -28,6 +28,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import numpy as np
 
+from dpp.errors import ModelFileError
 from dpp.model import FittedModel
 from dpp.normalize import Normalizer
 from dpp.reporting import jsonable
@@ -35,9 +36,7 @@ from dpp.reporting import jsonable
 FORMAT = "dpp-model"
 FORMAT_VERSION = 1
 
-
-class ModelFileError(ValueError):
-    """A model file that cannot be read: not a dpp model, damaged, or from a newer format."""
+__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "load", "save"]
 
 
 def _dpp_version() -> str:
