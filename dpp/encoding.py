@@ -12,6 +12,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from dpp.sets import RaggedSets
@@ -213,10 +214,134 @@ def _soft_codes(x, mu, log_beta):
     d2 = squared_distances(x, mu)
     beta = jnp.reshape(_beta(log_beta, d2.dtype), (1, -1))  # [1, 1] or [1, K]
     if jnp.ndim(log_beta) == 0:
-        logits = -beta * (d2 - jnp.min(d2, axis=1, keepdims=True))
-    else:
-        logits = jnp.maximum(-beta * d2, -jnp.finfo(d2.dtype).max / 4)
+        # the largest logit is exactly 0, so exp cannot overflow: no max-subtraction pass
+        e = jnp.exp(-beta * (d2 - jnp.min(d2, axis=1, keepdims=True)))
+        return e / jnp.sum(e, axis=1, keepdims=True), d2, d2 > 0
+    logits = jnp.maximum(-beta * d2, -jnp.finfo(d2.dtype).max / 4)
     return jax.nn.softmax(logits, axis=1), d2, d2 > 0
+
+
+def _block_of(sets: RaggedSets, start, first_set, set_count):
+    """Rows, local set ids (``S`` for rows of other sets), labels, weights and sizes of a block."""
+    packing = sets.packing
+    block, slots = packing.rows.shape[0], packing.slots.shape[0]
+    x = jax.lax.dynamic_slice_in_dim(sets.vectors, start, block)
+    ids = jax.lax.dynamic_slice_in_dim(sets.set_ids, start, block) - first_set
+    ids = jnp.where((ids >= 0) & (ids < set_count), ids, slots)
+    real = packing.slots < set_count
+    index = jnp.minimum(first_set + packing.slots, sets.num_sets - 1)
+    labels = jnp.where(real[:, None], sets.labels[index], 0.0)
+    weights = jnp.where(real, sets.weights[index], 0.0)
+    ones = jnp.ones((block,), x.dtype)
+    sizes = jnp.maximum(jax.ops.segment_sum(ones, ids, slots, indices_are_sorted=True), 1.0)
+    return x, ids, labels, weights, sizes
+
+
+def _block_likelihood(sets: RaggedSets, mu, log_beta, theta, block, with_grad: bool):
+    """Weighted log-likelihood of a block's sets and, with ``with_grad``, its gradient terms."""
+    x, ids, labels, weights, sizes = _block_of(sets, *block)
+    slots = sets.packing.slots.shape[0]
+    f, d2, inside = _soft_codes(x, mu, log_beta)
+    z = jax.ops.segment_sum(f, ids, slots, indices_are_sorted=True) / sizes[:, None]
+    logits = z @ theta
+    log_p = jax.nn.log_softmax(logits, axis=1)
+    value = jnp.sum(weights * jnp.sum(labels * log_p, axis=1))
+    if not with_grad:
+        return value
+    # d(sum_n w_n L^n) / d logits = w_n (P~_n - sigma_n sum_j P~_nj)   (eq. 17 with eq. 16)
+    dlogits = weights[:, None] * (labels - jnp.exp(log_p) * jnp.sum(labels, axis=1, keepdims=True))
+    dtheta = z.T @ dlogits
+    dz = (dlogits @ theta.T) / sizes[:, None]  # dL/dz_n / M_n
+    g = jnp.concatenate([dz, jnp.zeros((1, dz.shape[1]), dz.dtype)])[ids]  # rows of other sets: 0
+    s = f * (g - jnp.sum(f * g, axis=1, keepdims=True))
+    s = jnp.where(inside, s, 0.0)  # the clip of d2 at 0 has no gradient
+    # one [B, D + 2] x [B, K] contraction gives sum_x s (x - c), sum_x s and sum_x s ||x - c||^2
+    xc = x - jnp.mean(mu, axis=0, keepdims=True)
+    augmented = jnp.concatenate(
+        [xc, jnp.ones((xc.shape[0], 1), xc.dtype), jnp.sum(xc * xc, axis=1, keepdims=True)], axis=1
+    )
+    moments = jnp.einsum("bd,bk->kd", augmented, s)  # [K, D + 2]
+    return value, (moments, dtheta)
+
+
+def _blocks(sets: RaggedSets):
+    p = sets.packing
+    return p.start, p.first_set, p.set_count
+
+
+@jax.custom_vjp
+def _packed_likelihood(mu, log_beta, theta, sets):
+    def add(total, block):
+        return total + _block_likelihood(sets, mu, log_beta, theta, block, False), None
+
+    total, _ = jax.lax.scan(add, jnp.zeros((), sets.vectors.dtype), _blocks(sets))
+    return total
+
+
+def _packed_likelihood_fwd(mu, log_beta, theta, sets):
+    """Value and gradient in one pass over the blocks: every code is computed once."""
+    k, d = mu.shape
+    dtype = sets.vectors.dtype
+
+    def add(acc, block):
+        value, (moments, dtheta) = _block_likelihood(sets, mu, log_beta, theta, block, True)
+        return jax.tree.map(jnp.add, acc, (value, moments, dtheta)), None
+
+    zeros = (jnp.zeros((), dtype), jnp.zeros((k, d + 2), dtype), jnp.zeros_like(theta))
+    (value, moments, dtheta), _ = jax.lax.scan(add, zeros, _blocks(sets))
+    sx, colsum, sx2 = moments[:, :d], moments[:, d], moments[:, d + 1]
+    mc = mu - jnp.mean(mu, axis=0, keepdims=True)  # centred as in squared_distances
+    # sum_x s_k ||x - mu_k||^2 = sum_x s_k ||x - c||^2 - 2 (mu_k - c).sx_k + ||mu_k - c||^2 colsum_k
+    sd = sx2 - 2.0 * jnp.sum(mc * sx, axis=1) + jnp.sum(mc * mc, axis=1) * colsum
+    beta = jnp.broadcast_to(_beta(log_beta, dtype), (k,))
+    grad_mu = 2.0 * beta[:, None] * (sx - colsum[:, None] * mc)
+    grad_log_beta = jnp.where(log_beta < LOG_BETA_MAX, -beta * sd, 0.0)
+    if jnp.ndim(log_beta) == 0:
+        grad_log_beta = jnp.sum(grad_log_beta)
+    zero_sets = jax.tree.map(_zero_cotangent, sets)
+    return value, (grad_mu, grad_log_beta, dtheta, zero_sets)
+
+
+def _zero_cotangent(x):
+    if jnp.issubdtype(x.dtype, jnp.floating):
+        return jnp.zeros_like(x)
+    return np.zeros(x.shape, jax.dtypes.float0)
+
+
+def _packed_likelihood_bwd(residuals, g):
+    grad_mu, grad_log_beta, dtheta, zero_sets = residuals
+    return g * grad_mu, g * grad_log_beta, g * dtheta, zero_sets
+
+
+_packed_likelihood.defvjp(_packed_likelihood_fwd, _packed_likelihood_bwd)
+
+
+def packed_log_likelihood(
+    sets: RaggedSets,
+    mu: Float[Array, "K D"],
+    log_beta: Float[Array, "*B"],
+    theta: Float[Array, "K C"],
+) -> Float[Array, ""]:
+    r"""``sum_n w_n L^n`` (eqs. 3, 2, 16, 17) over sets packed into blocks of whole sets.
+
+    Each block's codes give its sets' ``z`` and log-likelihoods directly, and, under
+    differentiation, the gradient of eqs. (11)-(15) in the same pass: with
+    ``g_n = dL^n/dz_n / M_n`` and ``s = f * (g - <f, g>)``,
+    ``dL/dmu_k = 2 beta_k sum_x s_k (x - mu_k)``, ``dL/dbeta_k = -sum_x s_k ||x - mu_k||^2`` and
+    ``dL/dTheta = sum_n z_n (w_n (P~_n - sigma_n))^T``. Every code is computed once per value and
+    gradient (the two-pass :func:`encode_soft` computes them twice); memory stays ``B x K`` per
+    block. No gradient flows to the sets.
+
+    Args:
+        sets: sets with a :class:`~dpp.sets.Packing` (from :meth:`~dpp.sets.RaggedSets.bucketed`).
+        mu: ``[K, D]`` prototypes.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature.
+        theta: ``[K, C]`` classifier weights.
+
+    Returns:
+        Scalar weighted log-likelihood (nats), without the ridge or the prior.
+    """
+    return _packed_likelihood(mu, log_beta, theta, sets)
 
 
 def encode_soft(

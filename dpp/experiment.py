@@ -24,6 +24,7 @@ from omegaconf import DictConfig, OmegaConf
 
 import dpp.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
 from dpp import discovery, plots
+from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.errors import ConfigError, RunInterrupted
@@ -279,6 +280,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         ValueError, FileNotFoundError: for bad data; ``status = "failed"``.
     """
     check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
+    enable_persistent_cache(cfg.get("compilation_cache"))
     settings = trial_settings(cfg)
     methods = method_configs(cfg)
     out = _output_dir(output_dir)

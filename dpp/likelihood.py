@@ -22,8 +22,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from dpp.classifier import log_predictive
-from dpp.encoding import encode_soft
-from dpp.sets import RaggedSets
+from dpp.encoding import encode_soft, packed_log_likelihood
+from dpp.hyper import is_concrete, settings_pytree
+from dpp.sets import RaggedSets, real_sets
 
 
 class Params(NamedTuple):
@@ -41,9 +42,13 @@ class Params(NamedTuple):
     theta: Float[Array, "K C"]
 
 
+@settings_pytree("kind")
 @dataclasses.dataclass(frozen=True)
 class BetaPrior:
     """Optional log-prior on the inverse temperature (section 3.2, "a similar prior for beta").
+
+    A pytree: ``kind`` is static, ``loc`` and ``scale`` are traced (a new value does not
+    recompile).
 
     Attributes:
         kind: ``"none"``; ``"lognormal"``: a Gaussian on ``log beta`` with ``loc``/``scale``;
@@ -61,9 +66,9 @@ class BetaPrior:
     def __post_init__(self):
         if self.kind not in ("none", "lognormal", "gamma"):
             raise ValueError(f"unknown beta prior {self.kind!r}; use none, lognormal or gamma")
-        if self.kind != "none" and self.scale <= 0:
+        if self.kind != "none" and is_concrete(self.scale) and not self.scale > 0:
             raise ValueError("beta prior scale must be positive")
-        if self.kind == "gamma" and self.loc <= 0:
+        if self.kind == "gamma" and is_concrete(self.loc) and not self.loc > 0:
             raise ValueError("gamma prior shape (loc) must be positive")
 
     def in_internal_units(self, log_offset: float) -> BetaPrior:
@@ -145,21 +150,26 @@ def objective(
     Returns:
         Scalar ``L`` (nats).
     """
+    penalty = l2 * jnp.sum(params.theta * params.theta) - prior.log_density(params.log_beta)
+    if sets.packing is not None:  # one pass for value and gradient
+        return packed_log_likelihood(sets, *params) - penalty
     z = encode_soft(sets, params.mu, params.log_beta)
-    return classifier_objective(params.theta, z, sets.labels, sets.weights, l2) + prior.log_density(
-        params.log_beta
-    )
+    return jnp.sum(sets.weights * set_log_likelihood(z, params.theta, sets.labels)) - penalty
 
 
 def mean_log_likelihood(params: Params, sets: RaggedSets) -> Float[Array, ""]:
     """Unpenalised, unweighted mean log-likelihood per set (the "test log-likelihood").
+
+    Padding sets (:meth:`~dpp.sets.RaggedSets.padded`) are left out of the mean.
 
     Args:
         params: fitted parameters.
         sets: evaluation sets.
 
     Returns:
-        Scalar mean over sets of eq. (17), in nats.
+        Scalar mean over the real sets of eq. (17), in nats.
     """
     z = encode_soft(sets, params.mu, params.log_beta)
-    return jnp.mean(set_log_likelihood(z, params.theta, sets.labels))
+    real = real_sets(sets)
+    per_set = jnp.where(real, set_log_likelihood(z, params.theta, sets.labels), 0.0)
+    return jnp.sum(per_set) / jnp.sum(real)

@@ -25,7 +25,7 @@ from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
 from dpp.normalize import IDENTITY, Normalizer
-from dpp.sets import RaggedSets
+from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
 from dpp.solvers.coordinate_ascent import (
     FitResult,
     FitSettings,
@@ -45,6 +45,8 @@ STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
 #: Statuses of a fit that met its stopping rule (the others are logged as warnings).
 CLEAN_STATUSES = ("converged", "early_stopped")
 
+#: Early stopping needs at least this many validation sets; with fewer the fit stops by ``tol``.
+MIN_VALIDATION_SETS = 10
 #: A code is saturated (one-hot to working precision) when its largest entry exceeds this.
 SATURATED_CODE = 1.0 - 1e-6
 #: A fit is ``saturated`` when at least this fraction of the training vectors has saturated codes.
@@ -53,10 +55,30 @@ SATURATED_FRACTION = 0.99
 #: (of ``-L / sum(w)`` in its well-scaled coordinates) is below this: a stationary point.
 STATIONARY_GRAD_NORM = 1e-4
 
-encode_soft_jit = jax.jit(encode_soft)
-encode_hard_jit = jax.jit(encode_hard)
+_encode_soft_jit = jax.jit(encode_soft)
+_encode_hard_jit = jax.jit(encode_hard)
 _log_predictive = jax.jit(log_predictive)
 _max_codes = jax.jit(max_codes)
+
+
+def encode_soft_jit(
+    sets: RaggedSets, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]
+) -> Float[Array, "N K"]:
+    """:func:`dpp.encoding.encode_soft` compiled once per bucket of sizes (padded, then cut)."""
+    return _encode_soft_jit(sets.bucketed(), mu, log_beta)[: sets.num_sets]
+
+
+def encode_hard_jit(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"]:
+    """:func:`dpp.encoding.encode_hard` compiled once per bucket of sizes (padded, then cut)."""
+    return _encode_hard_jit(sets.bucketed(), mu)[: sets.num_sets]
+
+
+def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]) -> float:
+    """Fraction of the ``[U, D]`` vectors whose eq. (3) code is one-hot to working precision."""
+    u = vectors.shape[0]
+    padded = jnp.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
+    codes = _max_codes(padded.at[:u].set(vectors), mu, log_beta)
+    return float(np.mean(np.asarray(codes)[:u] > SATURATED_CODE))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,8 +232,10 @@ def fit_dpp(
             (stratified by the label's argmax, drawn from ``key``) is held out, the fit on the
             rest records the validation log-likelihood per round and stops after
             ``settings.patience`` rounds without improvement, and the model is then refitted on
-            all training sets for the best number of rounds. 0 (default) runs to the tolerance
-            or ``max_rounds``.
+            all training sets for the best number of rounds. With fewer than
+            :data:`MIN_VALIDATION_SETS` validation sets it is skipped (said in
+            ``info["early_stopping"]``). 0 (default here; the estimators default to 0.2) runs
+            to the tolerance or ``max_rounds``.
         start: warm start: a fitted DPP model whose prototypes, ``beta`` and ``Theta`` (mapped
             into this fit's internal units) replace ``centres``, the ``beta`` heuristic and
             ``Theta = 0`` as the starting point (a path of ``lambda`` on the same sets).
@@ -221,7 +245,8 @@ def fit_dpp(
         :func:`fit_status` with its ``status_reason``, ``converged`` (true only for status
         ``converged``), rounds, ``beta_init`` and ``beta`` (feature units) and their ratio, the
         fraction of saturated training codes, per-round inner iterations, accepted steps and
-        line-search failures, and the solver's wall-clock ``seconds`` (compilation included).
+        line-search failures (and, for a verbose fit, the seconds of each round), and the
+        solver's wall-clock ``seconds`` (compilation included).
 
     Raises:
         ValueError: for an unknown ``mode``, centres of the wrong dimension, a
@@ -258,21 +283,29 @@ def fit_dpp(
     params0 = Params(mu0, log_beta0, theta0)
     t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
-    early, cap = None, None
-    if validation_fraction > 0:
+    early, cap, skipped = None, None, None
+    held_out = int(np.ceil(validation_fraction * train.num_sets))
+    if validation_fraction > 0 and held_out < MIN_VALIDATION_SETS:
+        skipped = (
+            f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
+            "stopping by tol"
+        )
+        logger.info("%s", skipped)
+    elif validation_fraction > 0:
         early = _early_stopping(solve, params0, train, settings, key, validation_fraction)
         cap = jnp.int32(early["best_round"])
     clock = start_round_clock()
-    result = jax.block_until_ready(solve(params0, train, settings, key, round_cap=cap))
+    if cap is None:  # always an array, so that capped and uncapped fits share one program
+        cap = jnp.int32(settings.max_rounds)
+    padded = _bucketed(train, settings)
+    result = jax.block_until_ready(solve(params0, padded, settings, key, round_cap=cap))
     seconds = time.perf_counter() - t0
     per_round = round_seconds(clock)
     params = result.params
     for name, value in zip(Params._fields, params, strict=True):
         if not np.all(np.isfinite(np.asarray(value))):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
-    saturated = float(
-        np.mean(np.asarray(_max_codes(train.vectors, params.mu, params.log_beta)) > SATURATED_CODE)
-    )
+    saturated = saturated_fraction(train.vectors, params.mu, params.log_beta)
     best_round = None if early is None else early["best_round"]
     status, reason = fit_status(result, saturated, mode, best_round)
     rounds = int(result.num_rounds)
@@ -301,9 +334,22 @@ def fit_dpp(
         diag["seconds"] = [None, *per_round]  # row 0 (initial Theta-step) is inside round 1
     if early is not None:
         info["early_stopping"] = early
+    elif skipped is not None:
+        info["early_stopping"] = {"skipped": skipped}
     if status not in CLEAN_STATUSES:
         logger.warning("DPP fit %s: %s", status, reason)
     return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
+
+
+def _bucketed(sets: RaggedSets, settings: FitSettings) -> RaggedSets:
+    """The sets padded to their size bucket, so that fits of similar sizes share a program.
+
+    Mini-batch Adam samples sets, so it gets the sets as they are (padding would change the
+    batches).
+    """
+    if isinstance(settings.prototype_solver, AdamSettings):
+        return sets
+    return sets.bucketed()
 
 
 def _warm_start(start: FittedModel, normalizer: Normalizer, train: RaggedSets, per_prototype):
@@ -329,11 +375,13 @@ def _early_stopping(
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     strata = np.argmax(np.asarray(train.labels), axis=1)
     counts = np.bincount(strata)
-    stratify = strata if counts[counts > 0].min() >= 2 else None
+    held_out = int(np.ceil(fraction * train.num_sets))
+    stratify = strata if counts[counts > 0].min() >= 2 and held_out >= np.sum(counts > 0) else None
     fit_idx, val_idx = train_test_split(
         np.arange(train.num_sets), test_size=fraction, random_state=seed, stratify=stratify
     )
     fit_part, val_part = train.subset(np.sort(fit_idx)), train.subset(np.sort(val_idx))
+    fit_part, val_part = _bucketed(fit_part, settings), _bucketed(val_part, settings)
     result = solve(params0, fit_part, settings, key, validation=val_part)
     rounds = int(result.num_rounds)
     return {

@@ -17,6 +17,14 @@ in the simplex over ``C`` classes. The vectors of all sets are stored back to ba
 ``num_sets`` (``N``) is static pytree metadata, so that ``jax.ops.segment_sum`` gets a static
 ``num_segments`` under ``jit``.
 
+Every new ``N``, ``T`` or ``U`` is a new shape, and a new shape compiles a new program. The jit
+boundaries of dpp therefore see :meth:`RaggedSets.bucketed` sets: padded to the sizes of
+:func:`bucket_size` (steps of at most 1.25x) with *padding sets* (no vectors, zero label, zero
+weight) and *padding memberships* (set id ``N``, which ``segment_sum`` drops), so a
+cross-validation or a multi-trial experiment compiles a handful of programs, not one per fit.
+Padding changes no value or gradient: a padding set has weight 0 and an empty segment, and
+:func:`real_sets` tells it apart from the real ones (every real set has a vector).
+
 Validation happens in the constructors (:meth:`RaggedSets.from_list`, :meth:`RaggedSets.from_flat`,
 :meth:`RaggedSets.from_lengths`, :meth:`RaggedSets.from_offsets`) on host arrays, never on traced
 values.
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +43,107 @@ from jaxtyping import Array, Float, Int
 
 #: Absolute tolerance on the row sums of the labels (float32 rounding of proportions).
 LABEL_SUM_ATOL = 1e-4
+
+#: Largest set (vectors) for which :meth:`RaggedSets.bucketed` packs whole sets into blocks for
+#: the one-pass likelihood gradient; with a larger set the two-pass gradient is used.
+MAX_PACKED_SET = 16 * 2048
+#: Smallest bucket of :func:`bucket_size`.
+MIN_BUCKET = 8
+#: Above this, bucket sizes of memberships and vectors are also multiples of it (the block of the
+#: blocked encoders, :data:`dpp.encoding.BLOCK_SIZE`, which pads to it anyway).
+BUCKET_ALIGN = 2048
+
+
+def bucket_size(n: int, align: int = 1) -> int:
+    """The padded size for ``n`` items: the smallest ``m * 2**e >= n`` with ``m`` in 4..7.
+
+    The sizes run 8, 10, 12, 14, 16, 20, 24, 28, 32, 40, ... (steps of at most 1.25x, so padding
+    costs at most 25 % more work), at least :data:`MIN_BUCKET`. With ``align > 1`` a size above
+    ``align`` is a whole number of ``align`` blocks, the number of blocks itself on the same grid
+    (1, 2, ..., 8, 10, 12, 14, 16, 20, ...).
+
+    Args:
+        n: number of items (>= 0).
+        align: block size for large ``n``.
+
+    Returns:
+        The bucket size (int >= n).
+    """
+    n = int(n)
+    if align > 1 and n > align:
+        return align * _geometric(-(-n // align))
+    return _geometric(max(n, MIN_BUCKET))
+
+
+def _geometric(n: int) -> int:
+    """Smallest ``m * 2**e >= n`` with ``m`` in 4..7 (any ``n`` <= 8 is itself)."""
+    exponent = max(n.bit_length() - 3, 0)  # n < 8 * 2**exponent
+    return -(-n // 2**exponent) * 2**exponent
+
+
+def _pack(sizes: np.ndarray, rows: int, num_sets: int, block_size: int) -> Packing:
+    """Greedy packing of consecutive sets into blocks of at most ``B`` memberships.
+
+    ``B = min(rows, max(block_size, bucket of the largest set))``; the number of blocks and
+    the sets per block are bucketed too. A loop over blocks (not sets) on the host.
+    """
+    block = min(rows, max(block_size, bucket_size(int(sizes.max()))))
+    offsets = np.concatenate([[0], np.cumsum(sizes)])  # [N + 1]
+    starts, firsts = [], []
+    first = 0
+    while first < sizes.size:
+        starts.append(offsets[first])
+        firsts.append(first)
+        # the sets whose end lies within B rows of the block's start
+        first = int(np.searchsorted(offsets, offsets[first] + block, side="right")) - 1
+    firsts_arr = np.asarray(firsts + [sizes.size])
+    counts = np.diff(firsts_arr)
+    num_blocks = _geometric(len(starts))
+    pad = num_blocks - len(starts)
+    start = np.concatenate([starts, np.full(pad, offsets[-1])]).astype(np.int32)
+    first_set = np.concatenate([firsts, np.full(pad, num_sets)]).astype(np.int32)
+    set_count = np.concatenate([counts, np.zeros(pad)]).astype(np.int32)
+    slots = bucket_size(int(counts.max()))
+    return Packing(
+        jnp.asarray(start),
+        jnp.asarray(first_set),
+        jnp.asarray(set_count),
+        jnp.arange(block, dtype=jnp.int32),
+        jnp.arange(slots, dtype=jnp.int32),
+    )
+
+
+def real_sets(sets: RaggedSets) -> jax.Array:
+    """``[N]`` bool: the sets that hold at least one vector (all but the padding sets).
+
+    Traceable: a ``segment_sum`` of the memberships (padding memberships carry id ``N`` and are
+    dropped).
+    """
+    ones = jnp.ones(sets.set_ids.shape, jnp.int32)
+    return jax.ops.segment_sum(ones, sets.set_ids, sets.num_sets, indices_are_sorted=True) > 0
+
+
+class Packing(NamedTuple):
+    """Blocks of whole sets over the disjoint layout, for the one-pass likelihood gradient.
+
+    Block ``b`` holds the sets ``first_set[b] .. first_set[b] + set_count[b] - 1``, whose
+    memberships lie in rows ``start[b] .. start[b] + B - 1`` of the (padded) flat layout. The
+    static sizes are carried by shapes: ``rows`` is ``arange(B)`` (memberships per block) and
+    ``slots`` is ``arange(S)`` (sets per block at most). Padding blocks hold no set.
+
+    Attributes:
+        start: ``[nb]`` int32 first membership row of each block.
+        first_set: ``[nb]`` int32 first set of each block.
+        set_count: ``[nb]`` int32 number of sets in each block.
+        rows: ``[B]`` int32 ``arange(B)``.
+        slots: ``[S]`` int32 ``arange(S)``.
+    """
+
+    start: Int[Array, " nb"]
+    first_set: Int[Array, " nb"]
+    set_count: Int[Array, " nb"]
+    rows: Int[Array, " B"]
+    slots: Int[Array, " S"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +159,8 @@ class RaggedSets:
         weights: ``[N]`` float, non-negative per-set weights of the likelihood.
         members: ``[T]`` int32 indices into ``vectors``, or ``None`` for the disjoint layout.
         num_sets: ``N``, static.
+        packing: :class:`Packing` of whole sets into blocks (set by :meth:`bucketed` in the
+            disjoint layout), used by the one-pass likelihood gradient; ``None`` otherwise.
     """
 
     vectors: Float[Array, "U D"]
@@ -57,6 +169,7 @@ class RaggedSets:
     weights: Float[Array, " N"]
     members: Int[Array, " T"] | None
     num_sets: int
+    packing: Packing | None = None
 
     @property
     def num_classes(self) -> int:
@@ -343,6 +456,86 @@ class RaggedSets:
             num_sets=int(indices.size),
         )
 
+    def padded(
+        self, num_sets: int, num_memberships: int, pool_size: int | None = None
+    ) -> RaggedSets:
+        """The same sets padded to static sizes, with nothing added to any sum.
+
+        Padding sets (indices ``N..num_sets-1``) have no vectors, a zero label row and zero
+        weight; padding memberships have set id ``num_sets`` (``segment_sum`` drops them) and
+        point at a zero vector. Padding changes no value or gradient of the likelihood.
+
+        Args:
+            num_sets: padded ``N`` (>= ``N``).
+            num_memberships: padded ``T`` (>= ``T``).
+            pool_size: padded ``U`` in the shared-pool layout (>= ``U``; default ``U``).
+
+        Returns:
+            The padded sets (the originals are the first ``N`` sets).
+
+        Raises:
+            ValueError: if a size is smaller than the current one.
+        """
+        n, t, u = self.num_sets, self.num_memberships, self.vectors.shape[0]
+        pool_size = (t if self.members is None else u) if pool_size is None else pool_size
+        if self.members is None:
+            pool_size = num_memberships
+        if num_sets < n or num_memberships < t or pool_size < u:
+            raise ValueError(
+                f"cannot pad N = {n}, T = {t}, U = {u} to N = {num_sets}, T = {num_memberships}, "
+                f"U = {pool_size}"
+            )
+        if (num_sets, num_memberships, pool_size) == (n, t, u):
+            return self
+        # on the host: eager jnp.concatenate would compile a program per pair of shapes
+        vectors = np.asarray(self.vectors)
+        vectors = np.concatenate([vectors, np.zeros((pool_size - u, self.dim), vectors.dtype)])
+        set_ids = np.concatenate(
+            [np.asarray(self.set_ids), np.full((num_memberships - t,), num_sets, np.int32)]
+        )
+        members = self.members
+        if members is not None:
+            members = np.concatenate(
+                [np.asarray(members), np.zeros((num_memberships - t,), np.int32)]
+            )
+        labels = self.labels
+        if labels is not None:
+            labels = np.asarray(labels)
+            labels = np.concatenate(
+                [labels, np.zeros((num_sets - n, labels.shape[1]), labels.dtype)]
+            )
+        weights = np.asarray(self.weights)
+        weights = np.concatenate([weights, np.zeros((num_sets - n,), weights.dtype)])
+        vectors, set_ids, labels, weights, members = (
+            None if a is None else jnp.asarray(a)
+            for a in (vectors, set_ids, labels, weights, members)
+        )
+        return RaggedSets(vectors, set_ids, labels, weights, members, num_sets)
+
+    def bucketed(self, block_size: int = BUCKET_ALIGN) -> RaggedSets:
+        """The sets padded (:meth:`padded`) to the :func:`bucket_size` of ``N``, ``T`` and ``U``.
+
+        Sets of similar sizes (the folds of a cross-validation, the trials of an experiment)
+        then share one shape, so ``jit`` compiles their programs once. In the disjoint layout,
+        when no set has more than :data:`MAX_PACKED_SET` vectors, the result also carries the
+        :class:`Packing` of its sets into blocks of whole sets.
+
+        Args:
+            block_size: memberships per block of the packing (raised to the largest set's
+                bucket, lowered to the padded ``T``).
+        """
+        if self.packing is not None:
+            return self
+        pool = None if self.members is None else bucket_size(self.vectors.shape[0], BUCKET_ALIGN)
+        padded = self.padded(
+            bucket_size(self.num_sets), bucket_size(self.num_memberships, BUCKET_ALIGN), pool
+        )
+        sizes = self.set_sizes()
+        if self.members is not None or sizes.max() > MAX_PACKED_SET:
+            return padded
+        packing = _pack(sizes, padded.num_memberships, padded.num_sets, block_size)
+        return dataclasses.replace(padded, packing=packing)
+
     def with_vectors(self, vectors: np.ndarray) -> RaggedSets:
         """Returns a copy with the ``[U, D']`` vectors replaced (e.g. standardised or projected).
 
@@ -370,7 +563,7 @@ class RaggedSets:
 
 jax.tree_util.register_dataclass(
     RaggedSets,
-    data_fields=["vectors", "set_ids", "labels", "weights", "members"],
+    data_fields=["vectors", "set_ids", "labels", "weights", "members", "packing"],
     meta_fields=["num_sets"],
 )
 

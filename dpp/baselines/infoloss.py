@@ -28,7 +28,6 @@ vector ``u`` with ``n_u`` memberships carries the summed label mass ``P_u``, so 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import NamedTuple
 
 import jax
@@ -38,6 +37,7 @@ from jaxtyping import Array, Float
 
 from dpp.baselines.standard import fit_standard
 from dpp.encoding import soft_assignment, squared_distances
+from dpp.hyper import is_concrete, settings_pytree
 from dpp.init import init_log_beta
 from dpp.model import FittedModel
 from dpp.sets import RaggedSets
@@ -47,9 +47,10 @@ from dpp.solvers.lbfgs import LBFGSSettings, minimize
 PI_EPS = 1e-8
 
 
+@settings_pytree("max_rounds")
 @dataclasses.dataclass(frozen=True)
 class InfoLossSettings:
-    """Static settings of InfoLoss learning.
+    """Settings of InfoLoss learning (a pytree: ``max_rounds`` static, the numbers traced).
 
     Attributes:
         beta_scale: soft-Voronoi ``beta`` relative to 1 / median squared distance.
@@ -64,6 +65,14 @@ class InfoLossSettings:
     max_rounds: int = 30
     tol: float = 1e-5
     centre_solver: LBFGSSettings = LBFGSSettings(max_iter=20)
+
+    def __post_init__(self):
+        if self.max_rounds < 0:
+            raise ValueError(f"max_rounds must be >= 0, got {self.max_rounds}")
+        for name in ("beta_scale", "gamma_scale", "tol"):
+            value = getattr(self, name)
+            if is_concrete(value) and not value >= 0:
+                raise ValueError(f"{name} must be >= 0, got {value}")
 
 
 class LabelMass(NamedTuple):
@@ -148,7 +157,7 @@ class InfoLossResult(NamedTuple):
     num_rounds: jax.Array
 
 
-@functools.partial(jax.jit, static_argnames=("settings",))
+@jax.jit
 def learn_codebook(
     centres0: Float[Array, "K D"], sets: RaggedSets, log_beta, gamma, settings: InfoLossSettings
 ) -> InfoLossResult:
@@ -159,7 +168,7 @@ def learn_codebook(
         sets: training sets with their class distributions.
         log_beta: scalar log soft-Voronoi inverse temperature.
         gamma: distortion weight (1 / squared distance units).
-        settings: static settings.
+        settings: settings (``max_rounds`` static, the rest traced).
 
     Returns:
         :class:`InfoLossResult` with a non-increasing history.

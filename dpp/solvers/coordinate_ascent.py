@@ -22,13 +22,14 @@ lands 1e4 to 1e30 times higher in saturated codes whose gradients vanish. ``beta
 want larger still grows, by up to ``beta_step_limit`` a round.
 
 Everything here is traceable; :func:`coordinate_ascent`, :func:`fit_joint` and
-:func:`fit_classifier` are the ``jit`` boundaries, with the settings static.
+:func:`fit_classifier` are the ``jit`` boundaries. Settings are pytrees (:mod:`dpp.hyper`):
+``lambda``, the tolerances, the prior's parameters and ``beta_step_limit`` are traced, so a new
+value reuses the compiled program; only shapes, iteration caps and solver kinds are static.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import time
 from typing import NamedTuple
@@ -38,6 +39,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 from dpp.encoding import LOG_BETA_MAX, encode_soft
+from dpp.hyper import is_concrete, settings_pytree
 from dpp.likelihood import (
     NO_PRIOR,
     BetaPrior,
@@ -46,7 +48,7 @@ from dpp.likelihood import (
     mean_log_likelihood,
     objective,
 )
-from dpp.sets import RaggedSets
+from dpp.sets import RaggedSets, bucket_size
 from dpp.solvers import options
 from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
 from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
@@ -54,9 +56,14 @@ from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
 logger = logging.getLogger(__name__)
 
 
+@settings_pytree("max_rounds", "patience", "verbose")
 @dataclasses.dataclass(frozen=True)
 class FitSettings:
-    """Static settings of DPP learning; the defaults are those of :class:`dpp.DPPClassifier`.
+    """Settings of DPP learning; the defaults are those of :class:`dpp.DPPClassifier`.
+
+    A pytree (:mod:`dpp.hyper`): ``max_rounds``, ``patience``, ``verbose`` and the solvers'
+    kinds and iteration caps are static; ``l2``, ``tol``, ``beta_step_limit``, the prior's
+    parameters and the solvers' tolerances are traced, so changing them does not recompile.
 
     Attributes:
         l2: ridge ``lambda`` on ``tr(Theta^T Theta)`` (>= 0).
@@ -86,13 +93,13 @@ class FitSettings:
     verbose: bool = False
 
     def __post_init__(self):
-        if not self.l2 >= 0:
+        if is_concrete(self.l2) and not self.l2 >= 0:
             raise ValueError("l2 (lambda) must be >= 0")
         if self.max_rounds < 0:
             raise ValueError("max_rounds must be >= 0")
         if self.patience < 1:
             raise ValueError(f"patience must be >= 1, got {self.patience}")
-        if not self.beta_step_limit > 1:
+        if is_concrete(self.beta_step_limit) and not self.beta_step_limit > 1:
             raise ValueError(f"beta_step_limit must be > 1, got {self.beta_step_limit}")
 
 
@@ -156,7 +163,11 @@ def _classifier_step(theta0, z, labels, weights, l2, solver: LBFGSSettings) -> M
     )
 
 
-@functools.partial(jax.jit, static_argnames=("solver",))
+@jax.jit
+def _fit_classifier(z, labels, weights, theta0, l2, solver):
+    return _classifier_step(theta0, z, labels, weights, l2, solver).params
+
+
 def fit_classifier(
     z: Float[Array, "N K"],
     labels: Float[Array, "N C"],
@@ -171,18 +182,28 @@ def fit_classifier(
     logistic regression without intercept, equal to scikit-learn's
     ``LogisticRegression(C=1 / (2 lambda), fit_intercept=False)`` for unit weights and hard labels.
 
+    The rows are padded to :func:`dpp.sets.bucket_size` with zero weight before the compiled
+    solver runs, so the folds of a cross-validation share one program.
+
     Args:
         z: ``[N, K]`` fixed set representations.
         labels: ``[N, C]`` soft labels.
         weights: ``[N]`` per-set weights.
         theta0: ``[K, C]`` starting point (warm start).
-        l2: ridge ``lambda``.
-        solver: full-batch solver settings.
+        l2: ridge ``lambda`` (traced: a new value does not recompile).
+        solver: full-batch solver settings (a pytree; ``tol`` is traced).
 
     Returns:
         ``[K, C]`` maximiser.
     """
-    return _classifier_step(theta0, z, labels, weights, l2, solver).params
+    n = z.shape[0]
+    pad = bucket_size(n) - n
+    if pad:
+        z, labels, weights = (
+            jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)])
+            for a in (jnp.asarray(z), jnp.asarray(labels), jnp.asarray(weights))
+        )
+    return _fit_classifier(z, labels, weights, theta0, l2, solver)
 
 
 def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Params:
@@ -309,8 +330,10 @@ def _accept(candidate: Params, current: Params, current_value, sets, settings: F
     return chosen, jnp.where(better, value, current_value), better
 
 
-#: Host clock readings ``(round, perf_counter)`` appended at the end of every round, for the
-#: per-round seconds of :func:`round_seconds`; cleared by :func:`start_round_clock`.
+#: Host clock readings ``(round, perf_counter)`` appended at the end of every round of a verbose
+#: fit, for the per-round seconds of :func:`round_seconds`; cleared by :func:`start_round_clock`.
+#: (A host callback puts a pointer into the compiled program, which then cannot be stored in
+#: JAX's persistent compilation cache, so quiet fits do without it.)
 _ROUND_CLOCK: list[tuple[int, float]] = []
 
 
@@ -343,7 +366,7 @@ def _log_round(round_, value, beta, rel_change):
     )
 
 
-@functools.partial(jax.jit, static_argnames=("settings",))
+@jax.jit
 def coordinate_ascent(
     params0: Params,
     sets: RaggedSets,
@@ -365,7 +388,7 @@ def coordinate_ascent(
     Args:
         params0: initial parameters, typically k-means centres and :func:`dpp.init.init_log_beta`.
         sets: training sets.
-        settings: static solver settings.
+        settings: solver settings (a pytree: continuous values traced, caps static).
         key: PRNG key for mini-batch solvers.
         validation: optional validation sets for early stopping.
         round_cap: optional traced int32 number of rounds at most (``<= max_rounds``), e.g. the
@@ -379,7 +402,7 @@ def coordinate_ascent(
     return _ascend(params0, sets, settings, key, validation, round_cap, joint=False)
 
 
-@functools.partial(jax.jit, static_argnames=("settings",))
+@jax.jit
 def fit_joint(
     params0: Params,
     sets: RaggedSets,
@@ -399,7 +422,7 @@ def fit_joint(
     Args:
         params0: initial parameters.
         sets: training sets.
-        settings: static settings (``prototype_solver`` runs each joint step).
+        settings: settings (``prototype_solver`` runs each joint step).
         key: PRNG key for mini-batch solvers.
         validation: optional validation sets for early stopping.
         round_cap: optional traced int32 cap on the rounds.
@@ -501,11 +524,11 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             best = jax.tree.map(
                 lambda new, old: jnp.where(improved, new, old), (params, val, round_), best
             )
-        if settings.verbose:
+        if settings.verbose:  # host callbacks keep the program out of the persistent cache
             jax.debug.callback(
                 _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
             )
-        jax.debug.callback(_tick, round_, ordered=True)
+            jax.debug.callback(_tick, round_, ordered=True)
         return _RoundState(
             params,
             value,

@@ -23,12 +23,15 @@ import jax.numpy as jnp
 import optax
 import optax.tree_utils as otu
 
+from dpp.hyper import is_concrete, settings_pytree
+
 BACKENDS = ("lbfgs_optax", "lbfgs_jaxopt", "bfgs_jaxopt")
 
 
+@settings_pytree("backend", "max_iter", "memory_size", "max_linesearch_steps")
 @dataclasses.dataclass(frozen=True)
 class LBFGSSettings:
-    """Static settings of a full-batch minimiser.
+    """Settings of a full-batch minimiser (a pytree: ``tol`` is traced, the rest static).
 
     Attributes:
         backend: one of :data:`BACKENDS`.
@@ -49,7 +52,7 @@ class LBFGSSettings:
             raise ValueError(f"unknown optimizer backend {self.backend!r}; choose from {BACKENDS}")
         if self.max_iter < 1:
             raise ValueError("max_iter must be >= 1")
-        if self.tol < 0:
+        if is_concrete(self.tol) and not self.tol >= 0:
             raise ValueError("tol must be >= 0")
 
 

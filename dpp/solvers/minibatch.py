@@ -20,13 +20,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from dpp.hyper import is_concrete, settings_pytree
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import MinimizeResult
 
 
+@settings_pytree("batch_size", "epochs", "capacity")
 @dataclasses.dataclass(frozen=True)
 class AdamSettings:
-    """Static settings of mini-batch Adam.
+    """Settings of mini-batch Adam (a pytree: ``learning_rate`` is traced, the rest static).
 
     Attributes:
         learning_rate: Adam step size (units of the parameters).
@@ -41,7 +43,8 @@ class AdamSettings:
     capacity: int = 0
 
     def __post_init__(self):
-        if self.learning_rate <= 0 or self.batch_size < 1 or self.epochs < 1:
+        bad_rate = is_concrete(self.learning_rate) and not self.learning_rate > 0
+        if bad_rate or self.batch_size < 1 or self.epochs < 1:
             raise ValueError("Adam needs learning_rate > 0, batch_size >= 1 and epochs >= 1")
 
 
