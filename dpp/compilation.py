@@ -67,6 +67,7 @@ class CompileCounter:
         seconds: wall-clock seconds of those compilations.
         cache_hits: programs loaded from the persistent compilation cache.
         names: the name of each compiled function (``jit(coordinate_ascent)``...), in order.
+        durations: the seconds of each compilation, in the order of ``names``.
     """
 
     def __init__(self):
@@ -74,6 +75,7 @@ class CompileCounter:
         self.seconds = 0.0
         self.cache_hits = 0
         self.names: list[str] = []
+        self.durations: list[float] = []
         self._lock = threading.Lock()
 
     def _on_duration(self, event: str, duration: float, fun_name: str = "?", **_) -> None:
@@ -82,6 +84,7 @@ class CompileCounter:
                 self.compiles += 1
                 self.seconds += duration
                 self.names.append(str(fun_name))
+                self.durations.append(float(duration))
 
     def _on_event(self, event: str, **_) -> None:
         if event == CACHE_HIT_EVENT:
@@ -96,6 +99,16 @@ class CompileCounter:
     def __exit__(self, *exc) -> None:
         monitoring.unregister_event_duration_listener(self._on_duration)
         monitoring.unregister_event_listener(self._on_event)
+
+    def slowest(self, count: int = 5) -> list[tuple[str, float, int]]:
+        """The ``count`` functions with the most compile seconds: ``(name, seconds, times)``."""
+        totals: dict[str, list] = {}
+        for name, seconds in zip(self.names, self.durations, strict=True):
+            entry = totals.setdefault(name, [0.0, 0])
+            entry[0] += seconds
+            entry[1] += 1
+        ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
+        return [(name, seconds, times) for name, (seconds, times) in ranked]
 
     def summary(self) -> str:
         """One line: compilations, their seconds and the persistent-cache hits."""

@@ -221,19 +221,21 @@ def _soft_codes(x, mu, log_beta):
     return jax.nn.softmax(logits, axis=1), d2, d2 > 0
 
 
-def _block_of(sets: RaggedSets, start, first_set, set_count):
+def _block_of(sets: RaggedSets, start, first_set, set_count, with_labels: bool = True):
     """Rows, local set ids (``S`` for rows of other sets), labels, weights and sizes of a block."""
     packing = sets.packing
     block, slots = packing.rows.shape[0], packing.slots.shape[0]
     x = jax.lax.dynamic_slice_in_dim(sets.vectors, start, block)
     ids = jax.lax.dynamic_slice_in_dim(sets.set_ids, start, block) - first_set
     ids = jnp.where((ids >= 0) & (ids < set_count), ids, slots)
+    ones = jnp.ones((block,), x.dtype)
+    sizes = jnp.maximum(jax.ops.segment_sum(ones, ids, slots, indices_are_sorted=True), 1.0)
+    if not with_labels:
+        return x, ids, None, None, sizes
     real = packing.slots < set_count
     index = jnp.minimum(first_set + packing.slots, sets.num_sets - 1)
     labels = jnp.where(real[:, None], sets.labels[index], 0.0)
     weights = jnp.where(real, sets.weights[index], 0.0)
-    ones = jnp.ones((block,), x.dtype)
-    sizes = jnp.maximum(jax.ops.segment_sum(ones, ids, slots, indices_are_sorted=True), 1.0)
     return x, ids, labels, weights, sizes
 
 
@@ -269,13 +271,41 @@ def _blocks(sets: RaggedSets):
     return p.start, p.first_set, p.set_count
 
 
+def _scan_blocks(body, init, sets: RaggedSets):
+    """Adds ``body(block)`` over the packed blocks; padding blocks (no set) are skipped."""
+    zeros = jax.tree.map(jnp.zeros_like, init)
+
+    def add(acc, block):
+        terms = jax.lax.cond(block[2] > 0, body, lambda _: zeros, block)
+        return jax.tree.map(jnp.add, acc, terms), None
+
+    return jax.lax.scan(add, init, _blocks(sets))[0]
+
+
+def _packed_codes(sets: RaggedSets, mu, log_beta):
+    """Eq. (2) over eq. (3) from the packed blocks: ``[N, K]`` means of each set's codes."""
+    slots = sets.packing.slots
+
+    def add(totals, block):
+        def encode(totals):
+            x, ids, _, _, sizes = _block_of(sets, *block, with_labels=False)
+            f = _soft_codes(x, mu, log_beta)[0]
+            z = jax.ops.segment_sum(f, ids, slots.shape[0], indices_are_sorted=True)
+            rows = jnp.where(slots < block[2], block[1] + slots, sets.num_sets)
+            return totals.at[rows].add(z / sizes[:, None], mode="drop")
+
+        return jax.lax.cond(block[2] > 0, encode, lambda t: t, totals), None
+
+    init = jnp.zeros((sets.num_sets, mu.shape[0]), sets.vectors.dtype)
+    return jax.lax.scan(add, init, _blocks(sets))[0]
+
+
 @jax.custom_vjp
 def _packed_likelihood(mu, log_beta, theta, sets):
-    def add(total, block):
-        return total + _block_likelihood(sets, mu, log_beta, theta, block, False), None
+    def body(block):
+        return _block_likelihood(sets, mu, log_beta, theta, block, False)
 
-    total, _ = jax.lax.scan(add, jnp.zeros((), sets.vectors.dtype), _blocks(sets))
-    return total
+    return _scan_blocks(body, jnp.zeros((), sets.vectors.dtype), sets)
 
 
 def _packed_likelihood_fwd(mu, log_beta, theta, sets):
@@ -283,12 +313,12 @@ def _packed_likelihood_fwd(mu, log_beta, theta, sets):
     k, d = mu.shape
     dtype = sets.vectors.dtype
 
-    def add(acc, block):
+    def body(block):
         value, (moments, dtheta) = _block_likelihood(sets, mu, log_beta, theta, block, True)
-        return jax.tree.map(jnp.add, acc, (value, moments, dtheta)), None
+        return value, moments, dtheta
 
     zeros = (jnp.zeros((), dtype), jnp.zeros((k, d + 2), dtype), jnp.zeros_like(theta))
-    (value, moments, dtheta), _ = jax.lax.scan(add, zeros, _blocks(sets))
+    value, moments, dtheta = _scan_blocks(body, zeros, sets)
     sx, colsum, sx2 = moments[:, :d], moments[:, d], moments[:, d + 1]
     mc = mu - jnp.mean(mu, axis=0, keepdims=True)  # centred as in squared_distances
     # sum_x s_k ||x - mu_k||^2 = sum_x s_k ||x - c||^2 - 2 (mu_k - c).sx_k + ||mu_k - c||^2 colsum_k
@@ -349,7 +379,10 @@ def encode_soft(
 ) -> Float[Array, "N K"]:
     """DPP set representation: eq. (3) codes pooled by eq. (2).
 
-    In the disjoint layout the codes are computed and pooled :data:`BLOCK_SIZE` vectors at a
+    Sets packed into blocks of whole sets (:meth:`~dpp.sets.RaggedSets.bucketed`) are encoded
+    block by block (padding blocks skipped); this path is for values, not gradients (the
+    likelihood's gradient over packed sets is :func:`packed_log_likelihood`'s). Otherwise, in
+    the disjoint layout the codes are computed and pooled :data:`BLOCK_SIZE` vectors at a
     time, and the gradient (a custom VJP implementing eqs. 11-15) recomputes them block by block,
     so neither pass holds a ``T x K`` array. The vectors are treated as data: no gradient flows
     to them. In the shared-pool layout the codes of the ``U`` distinct vectors are computed once
@@ -363,6 +396,8 @@ def encode_soft(
     Returns:
         ``[N, K]`` representations on the simplex.
     """
+    if sets.packing is not None:
+        return _packed_codes(sets, mu, log_beta)
     if sets.members is None:
         return _soft_pool(sets.vectors, sets.set_ids, mu, log_beta, sets.num_sets)
     return pool(soft_assignment(sets.vectors, mu, log_beta), sets)
@@ -389,7 +424,7 @@ def encode_hard(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"
     if sets.members is not None:
         nearest = nearest[sets.members]
     counts = jnp.zeros((sets.num_sets, mu.shape[0]), sets.vectors.dtype)
-    counts = counts.at[sets.set_ids, nearest].add(1.0)
+    counts = counts.at[sets.set_ids, nearest].add(1.0, mode="drop")  # padding ids N: dropped
     return counts / set_counts(sets)[:, None]
 
 

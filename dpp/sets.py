@@ -81,13 +81,23 @@ def _geometric(n: int) -> int:
     return -(-n // 2**exponent) * 2**exponent
 
 
-def _pack(sizes: np.ndarray, rows: int, num_sets: int, block_size: int) -> Packing:
+def _power_of_two(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _pack(sizes: np.ndarray, num_sets: int, block_size: int) -> Packing:
     """Greedy packing of consecutive sets into blocks of at most ``B`` memberships.
 
-    ``B = min(rows, max(block_size, bucket of the largest set))``; the number of blocks and
-    the sets per block are bucketed too. A loop over blocks (not sets) on the host.
+    ``B = max(block_size, bucket of the largest set)``, or the power of two above ``T`` when
+    everything fits in one block. The number of blocks and the sets per block are rounded up to
+    powers of two (padding blocks hold no set and are skipped at run time, so they cost nothing),
+    and the padded ``T`` is ``blocks x B``: the compiled shapes then change only when ``T``
+    doubles. A loop over blocks (not sets) on the host.
     """
-    block = min(rows, max(block_size, bucket_size(int(sizes.max()))))
+    total = int(sizes.sum())
+    block = max(block_size, bucket_size(int(sizes.max())))
+    if total <= block:  # one block: a power of two, so folds of similar sizes share it
+        block = max(_power_of_two(total), MIN_BUCKET)
     offsets = np.concatenate([[0], np.cumsum(sizes)])  # [N + 1]
     starts, firsts = [], []
     first = 0
@@ -96,20 +106,17 @@ def _pack(sizes: np.ndarray, rows: int, num_sets: int, block_size: int) -> Packi
         firsts.append(first)
         # the sets whose end lies within B rows of the block's start
         first = int(np.searchsorted(offsets, offsets[first] + block, side="right")) - 1
-    firsts_arr = np.asarray(firsts + [sizes.size])
-    counts = np.diff(firsts_arr)
-    num_blocks = _geometric(len(starts))
-    pad = num_blocks - len(starts)
+    counts = np.diff(np.asarray(firsts + [sizes.size]))
+    pad = _power_of_two(len(starts)) - len(starts)
     start = np.concatenate([starts, np.full(pad, offsets[-1])]).astype(np.int32)
     first_set = np.concatenate([firsts, np.full(pad, num_sets)]).astype(np.int32)
     set_count = np.concatenate([counts, np.zeros(pad)]).astype(np.int32)
-    slots = bucket_size(int(counts.max()))
     return Packing(
         jnp.asarray(start),
         jnp.asarray(first_set),
         jnp.asarray(set_count),
         jnp.arange(block, dtype=jnp.int32),
-        jnp.arange(slots, dtype=jnp.int32),
+        jnp.arange(_power_of_two(max(int(counts.max()), MIN_BUCKET)), dtype=jnp.int32),
     )
 
 
@@ -513,12 +520,14 @@ class RaggedSets:
         return RaggedSets(vectors, set_ids, labels, weights, members, num_sets)
 
     def bucketed(self, block_size: int = BUCKET_ALIGN) -> RaggedSets:
-        """The sets padded (:meth:`padded`) to the :func:`bucket_size` of ``N``, ``T`` and ``U``.
+        """The sets padded (:meth:`padded`) to bucketed sizes, with a :class:`Packing` if possible.
 
         Sets of similar sizes (the folds of a cross-validation, the trials of an experiment)
-        then share one shape, so ``jit`` compiles their programs once. In the disjoint layout,
-        when no set has more than :data:`MAX_PACKED_SET` vectors, the result also carries the
-        :class:`Packing` of its sets into blocks of whole sets.
+        then share one shape, so ``jit`` compiles their programs once. ``N`` goes to its
+        :func:`bucket_size`. In the disjoint layout, when no set has more than
+        :data:`MAX_PACKED_SET` vectors, the sets are packed into blocks of whole sets and ``T``
+        is padded to the packing's ``blocks x B`` (a power of two times ``B``); otherwise
+        ``T`` and the pool ``U`` go to their :func:`bucket_size`.
 
         Args:
             block_size: memberships per block of the packing (raised to the largest set's
@@ -526,15 +535,14 @@ class RaggedSets:
         """
         if self.packing is not None:
             return self
-        pool = None if self.members is None else bucket_size(self.vectors.shape[0], BUCKET_ALIGN)
-        padded = self.padded(
-            bucket_size(self.num_sets), bucket_size(self.num_memberships, BUCKET_ALIGN), pool
-        )
+        num_sets = bucket_size(self.num_sets)
         sizes = self.set_sizes()
-        if self.members is not None or sizes.max() > MAX_PACKED_SET:
-            return padded
-        packing = _pack(sizes, padded.num_memberships, padded.num_sets, block_size)
-        return dataclasses.replace(padded, packing=packing)
+        if self.members is None and sizes.max() <= MAX_PACKED_SET:
+            packing = _pack(sizes, num_sets, block_size)
+            rows = packing.start.shape[0] * packing.rows.shape[0]
+            return dataclasses.replace(self.padded(num_sets, rows), packing=packing)
+        pool = None if self.members is None else bucket_size(self.vectors.shape[0], BUCKET_ALIGN)
+        return self.padded(num_sets, bucket_size(self.num_memberships, BUCKET_ALIGN), pool)
 
     def with_vectors(self, vectors: np.ndarray) -> RaggedSets:
         """Returns a copy with the ``[U, D']`` vectors replaced (e.g. standardised or projected).

@@ -10,6 +10,7 @@ import pytest
 from dpp import DPPClassifier
 from dpp.compilation import CompileCounter
 from dpp.datasets.generated import make_generated
+from dpp.encoding import encode_hard, encode_soft
 from dpp.likelihood import Params, mean_log_likelihood, objective
 from dpp.sets import bucket_size, real_sets
 
@@ -58,6 +59,7 @@ def test_padding_and_packing_change_no_value_or_gradient(
     sets = data.sets
     params = _params(rng, 5, dim, classes, per_prototype, scale, offset)
     value_and_grad = jax.jit(jax.value_and_grad(objective))
+    mean_ll, soft, hard = (jax.jit(f) for f in (mean_log_likelihood, encode_soft, encode_hard))
     value, grad = value_and_grad(params, sets, 0.3)
     padded = sets.padded(sets.num_sets + 11, sets.num_memberships + 37)
     assert not bool(jnp.any(real_sets(padded)[sets.num_sets :]))
@@ -72,9 +74,15 @@ def test_padding_and_packing_change_no_value_or_gradient(
         np.testing.assert_allclose(v, value, rtol=1e-12, err_msg=name)
         for a, b in zip(g, grad, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * float(jnp.max(jnp.abs(b))))
+        np.testing.assert_allclose(mean_ll(params, variant), mean_ll(params, sets), rtol=1e-12)
+        n = sets.num_sets
         np.testing.assert_allclose(
-            mean_log_likelihood(params, variant), mean_log_likelihood(params, sets), rtol=1e-12
+            soft(variant, params.mu, params.log_beta)[:n],
+            soft(sets, params.mu, params.log_beta),
+            rtol=1e-10,
+            atol=1e-14,
         )
+        np.testing.assert_array_equal(hard(variant, params.mu)[:n], hard(sets, params.mu))
 
 
 def test_shared_pool_sets_are_padded_without_packing(x64, rng):
