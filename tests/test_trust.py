@@ -201,16 +201,23 @@ def _demo_trial(trial: int):
 def test_converged_coordinate_ascent_ends_at_a_stationary_point():
     """Observation 4 asked whether coordinate ascent stops short of the joint fit. When it
     reports ``converged`` the gradient of L in every parameter is ~0: a stationary point (it
-    can be another local optimum than the joint fit's, not a premature stop)."""
-    train, centres = _demo_trial(0)
-    model = fit_dpp(train, centres, FitSettings(l2=1e-2, **CLI), jax.random.key(0))
-    assert model.info["status"] == "converged"
-    internal = model.internal_sets(train)
-    grads = jax.grad(lambda p: -objective(p, internal, 1e-2) / train.num_sets)(model.params)
-    whitened_mu = np.asarray(grads.mu) / np.sqrt(np.exp(float(model.log_beta)))
-    assert np.linalg.norm(whitened_mu) < 1e-4
-    assert abs(float(grads.log_beta)) < 1e-4
-    assert np.linalg.norm(np.asarray(grads.theta)) < 1e-4
+    can be another local optimum than the joint fit's, not a premature stop). Trial 0 ends
+    ``saturated`` (99.1 % one-hot codes, on the 99 % line), so three trials are fitted and every
+    ``converged`` one is checked."""
+    statuses = []
+    for trial in range(3):
+        train, centres = _demo_trial(trial)
+        model = fit_dpp(train, centres, FitSettings(l2=1e-2, **CLI), jax.random.key(0))
+        statuses.append(model.info["status"])
+        if statuses[-1] != "converged":
+            continue
+        internal = model.internal_sets(train)
+        grads = jax.grad(lambda p: -objective(p, internal, 1e-2) / train.num_sets)(model.params)  # noqa: B023
+        whitened_mu = np.asarray(grads.mu) / np.sqrt(np.exp(float(model.log_beta)))
+        assert np.linalg.norm(whitened_mu) < 1e-4
+        assert abs(float(grads.log_beta)) < 1e-4
+        assert np.linalg.norm(np.asarray(grads.theta)) < 1e-4
+    assert "converged" in statuses, statuses
 
 
 def test_round_cap_is_reported_as_max_rounds_not_converged():
