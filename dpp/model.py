@@ -75,9 +75,11 @@ def encode_hard_jit(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "
 
 def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]) -> float:
     """Fraction of the ``[U, D]`` vectors whose eq. (3) code is one-hot to working precision."""
+    vectors = np.asarray(vectors)
     u = vectors.shape[0]
-    padded = jnp.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
-    codes = _max_codes(padded.at[:u].set(vectors), mu, log_beta)
+    padded = np.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
+    padded[:u] = vectors  # on the host: an eager pad would compile once per size
+    codes = _max_codes(jnp.asarray(padded), mu, log_beta)
     return float(np.mean(np.asarray(codes)[:u] > SATURATED_CODE))
 
 
