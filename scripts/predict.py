@@ -1,12 +1,13 @@
 """Predictions of a saved model for new sets, written to CSV.
 
     python scripts/predict.py MODEL SETS [--out predictions.csv] [--set-column set_id]
-        [--label-column label] [--features a,b,c]
+        [--label-column label] [--features a,b,c] [--no-compilation-cache]
 
 MODEL is a file written by ``clf.save`` or a run's ``models/<method>.npz``; SETS is a sets file
 (``.npz``, CSV or Parquet; see dpp/datasets/sets_file.py), labelled or not. The CSV has one row
 per set: ``set_id`` (the file's id), ``predicted`` (a class) and ``p_<class>`` for every class;
-with labels in SETS, also ``label``, and the accuracy is printed.
+with labels in SETS, also ``label``, and the accuracy is printed. JAX's persistent compilation
+cache (``.cache/jax``, or ``$DPP_CACHE_DIR/jax``) is used unless ``--no-compilation-cache``.
 """
 
 import argparse
@@ -16,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from dpp.compilation import enable_persistent_cache
+from dpp.datasets.base import default_cache_dir
 from dpp.datasets.sets_file import read_sets
 from dpp.errors import DataError
 from dpp.persist import ModelFileError, load
@@ -29,7 +32,10 @@ def main(argv=None) -> int:
     parser.add_argument("--set-column", default="set_id")
     parser.add_argument("--label-column", default="label")
     parser.add_argument("--features", default=None, help="comma-separated feature columns")
+    parser.add_argument("--no-compilation-cache", action="store_true")
     args = parser.parse_args(argv)
+    if not args.no_compilation_cache:
+        enable_persistent_cache(default_cache_dir() / "jax")
     features = args.features.split(",") if args.features else None
     try:
         clf = load(args.model)
