@@ -222,7 +222,13 @@ def _soft_codes(x, mu, log_beta):
 
 
 def _block_of(sets: RaggedSets, start, first_set, set_count, with_labels: bool = True):
-    """Rows, local set ids (``S`` for rows of other sets), labels, weights and sizes of a block."""
+    """Rows, local set ids (``S`` for rows of other sets), labels, weights and sizes of a block.
+
+    A real block's slice starts at its first set's first row and is never clamped (block ``b``
+    starts at or before row ``b * B`` and ``T = blocks * B``), so its local ids run
+    ``0 .. set_count - 1`` and then ``S``: sorted, as ``indices_are_sorted`` requires. Padding
+    blocks (``set_count = 0``) may be clamped; they are skipped.
+    """
     packing = sets.packing
     block, slots = packing.rows.shape[0], packing.slots.shape[0]
     x = jax.lax.dynamic_slice_in_dim(sets.vectors, start, block)

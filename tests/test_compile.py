@@ -143,3 +143,25 @@ def test_settings_are_pytrees_with_static_structure():
     assert jax.tree.flatten(dataclasses.replace(a, max_rounds=3))[1] != tree_a
     with pytest.raises(ValueError, match="l2"):
         FitSettings(l2=-1.0)
+
+
+@pytest.mark.parametrize(
+    ("min_size", "max_size", "block_size"), [(1, 20, 2048), (100, 300, 2048), (1, 40, 8)]
+)
+def test_packed_blocks_hold_whole_sets_in_sorted_unclamped_slices(min_size, max_size, block_size):
+    """``indices_are_sorted`` holds in every real block, and no real block's slice is clamped."""
+    data = make_generated(num_sets=700, dim=2, min_size=min_size, max_size=max_size, seed=1)
+    sets = data.sets.bucketed(block_size=block_size)
+    packing, ids = sets.packing, np.asarray(sets.set_ids)
+    rows, slots = packing.rows.shape[0], packing.slots.shape[0]
+    start, first, count = (
+        np.asarray(a) for a in (packing.start, packing.first_set, packing.set_count)
+    )
+    real = count > 0
+    assert np.all(start[real] + rows <= sets.num_memberships)
+    assert count.sum() == data.sets.num_sets and count.max() <= slots
+    for s, f, c in zip(start[real], first[real], count[real], strict=True):
+        local = ids[s : s + rows] - f
+        local = np.where((local >= 0) & (local < c), local, slots)
+        assert local[0] == 0 and np.all(np.diff(local) >= 0)
+        assert np.array_equal(np.unique(local[local < slots]), np.arange(c))
