@@ -18,9 +18,10 @@ in the simplex over ``C`` classes. The vectors of all sets are stored back to ba
 ``num_segments`` under ``jit``.
 
 Every new ``N``, ``T`` or ``U`` is a new shape, and a new shape compiles a new program. The jit
-boundaries of dpp therefore see :meth:`RaggedSets.bucketed` sets: padded to the sizes of
-:func:`bucket_size` (steps of at most 1.25x) with *padding sets* (no vectors, zero label, zero
-weight) and *padding memberships* (set id ``N``, which ``segment_sum`` drops), so a
+boundaries of dpp therefore see :meth:`RaggedSets.bucketed` sets: padded to a power of two of
+sets (:func:`sets_bucket`) and to the sizes of :func:`bucket_size` (steps of at most 1.25x) or
+whole packed blocks of vectors, with *padding sets* (no vectors, zero label, zero weight) and
+*padding memberships* (set id ``N``, which ``segment_sum`` drops), so a
 cross-validation or a multi-trial experiment compiles a handful of programs, not one per fit.
 Padding changes no value or gradient: a padding set has weight 0 and an empty segment, and
 :func:`real_sets` tells it apart from the real ones (every real set has a vector).
@@ -83,6 +84,17 @@ def _geometric(n: int) -> int:
 
 def _power_of_two(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def sets_bucket(n: int) -> int:
+    """The padded number of sets: the power of two at or above ``n`` (at least 8).
+
+    Coarser than :func:`bucket_size`, because padding sets cost almost nothing: they hold no
+    vector (the encoders never visit them), and only the ``N x K`` codes and the Theta-step's
+    ``N x K x C`` products grow. A cross-validation's folds and its final refit on all sets then
+    usually share one ``N``.
+    """
+    return _power_of_two(max(int(n), MIN_BUCKET))
 
 
 def _pack(sizes: np.ndarray, num_sets: int, block_size: int) -> Packing:
@@ -523,8 +535,8 @@ class RaggedSets:
         """The sets padded (:meth:`padded`) to bucketed sizes, with a :class:`Packing` if possible.
 
         Sets of similar sizes (the folds of a cross-validation, the trials of an experiment)
-        then share one shape, so ``jit`` compiles their programs once. ``N`` goes to its
-        :func:`bucket_size`. In the disjoint layout, when no set has more than
+        then share one shape, so ``jit`` compiles their programs once. ``N`` goes to
+        :func:`sets_bucket`. In the disjoint layout, when no set has more than
         :data:`MAX_PACKED_SET` vectors, the sets are packed into blocks of whole sets and ``T``
         is padded to the packing's ``blocks x B`` (a power of two times ``B``); otherwise
         ``T`` and the pool ``U`` go to their :func:`bucket_size`.
@@ -535,7 +547,7 @@ class RaggedSets:
         """
         if self.packing is not None:
             return self
-        num_sets = bucket_size(self.num_sets)
+        num_sets = sets_bucket(self.num_sets)
         sizes = self.set_sizes()
         if self.members is None and sizes.max() <= MAX_PACKED_SET:
             packing = _pack(sizes, num_sets, block_size)

@@ -12,7 +12,7 @@ from dpp.compilation import CompileCounter
 from dpp.datasets.generated import make_generated
 from dpp.encoding import encode_hard, encode_soft
 from dpp.likelihood import Params, mean_log_likelihood, objective
-from dpp.sets import bucket_size, real_sets
+from dpp.sets import bucket_size, real_sets, sets_bucket
 
 
 def _params(rng, k, d, c, per_prototype, scale=1.0, offset=0.0):
@@ -31,6 +31,7 @@ def test_bucket_sizes_step_by_at_most_a_quarter():
     assert grid[:8] == [8, 10, 12, 14, 16, 20, 24, 28]
     assert max(b / a for a, b in zip(grid[:-1], grid[1:], strict=True)) <= 1.25
     assert bucket_size(4097, align=2048) == 6144 and bucket_size(100, align=2048) == 112
+    assert [sets_bucket(n) for n in (1, 8, 9, 180, 200, 700)] == [8, 8, 16, 256, 256, 1024]
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,7 @@ def test_new_hyperparameters_and_folds_reuse_the_compiled_fit():
             X, y
         )
     assert counter.compiles == 0, counter.names
-    # a fold: the two smallest sets fewer, the same size buckets (N 90 -> 96, T 519 -> 640)
+    # a fold: the two smallest sets fewer, the same buckets (N 90, 88 -> 128; T 519, 515 -> 1024)
     quick = dict(n_prototypes=3, validation_fraction=0.0, random_state=0)
     size = sum(len(x) for x in X)
     keep = np.sort(np.argsort([len(x) for x in X])[2:])

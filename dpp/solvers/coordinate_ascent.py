@@ -48,7 +48,7 @@ from dpp.likelihood import (
     mean_log_likelihood,
     objective,
 )
-from dpp.sets import RaggedSets, bucket_size
+from dpp.sets import RaggedSets, sets_bucket
 from dpp.solvers import options
 from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
 from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
@@ -182,7 +182,7 @@ def fit_classifier(
     logistic regression without intercept, equal to scikit-learn's
     ``LogisticRegression(C=1 / (2 lambda), fit_intercept=False)`` for unit weights and hard labels.
 
-    The rows are padded to :func:`dpp.sets.bucket_size` with zero weight before the compiled
+    The rows are padded to :func:`dpp.sets.sets_bucket` with zero weight before the compiled
     solver runs, so the folds of a cross-validation share one program.
 
     Args:
@@ -197,7 +197,7 @@ def fit_classifier(
         ``[K, C]`` maximiser.
     """
     n = z.shape[0]
-    pad = bucket_size(n) - n
+    pad = sets_bucket(n) - n
     if pad:
         z, labels, weights = (
             jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)])
