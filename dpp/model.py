@@ -383,12 +383,12 @@ def _early_stopping(
         np.arange(train.num_sets), test_size=fraction, random_state=seed, stratify=stratify
     )
     fit_part, val_part = train.subset(np.sort(fit_idx)), train.subset(np.sort(val_idx))
-    fit_part, val_part = _bucketed(fit_part, settings), _bucketed(val_part, settings)
-    result = solve(params0, fit_part, settings, key, validation=val_part)
+    fit_part, validation = _bucketed(fit_part, settings), _bucketed(val_part, settings)
+    result = solve(params0, fit_part, settings, key, validation=validation)
     rounds = int(result.num_rounds)
     return {
         "validation_fraction": fraction,
-        "validation_sets": int(val_part.num_sets),
+        "validation_sets": int(val_part.num_sets),  # the real sets, not the padded count
         "best_round": int(result.best_round),
         "rounds_monitored": rounds,
         "validation_history": np.asarray(result.validation_history)[: rounds + 1].tolist(),
