@@ -376,7 +376,12 @@ def packed_log_likelihood(
 
     Returns:
         Scalar weighted log-likelihood (nats), without the ridge or the prior.
+
+    Raises:
+        ValueError: for sets without a packing (use :meth:`~dpp.sets.RaggedSets.bucketed`).
     """
+    if sets.packing is None:
+        raise ValueError("packed_log_likelihood needs packed sets: call sets.bucketed() first")
     return _packed_likelihood(mu, log_beta, theta, sets)
 
 

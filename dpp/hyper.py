@@ -28,7 +28,9 @@ def settings_pytree(*static: str):
 
     The remaining fields are leaves: real numbers (converted to ``float`` when concrete) or
     nested settings pytrees. Unflattening bypasses ``__init__`` and ``__post_init__``, so the
-    validation in ``__post_init__`` runs on construction by the user only, never on tracers.
+    validation in ``__post_init__`` runs on construction by the user only, never on tracers
+    (``jax.tree_util.register_dataclass`` rebuilds through ``__init__``, which would validate
+    tracers and placeholder leaves).
 
     Args:
         *static: names of the fields that are static (part of the tree structure; hashable).

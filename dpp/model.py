@@ -134,12 +134,16 @@ class FittedModel:
             )
         return self.normalizer.sets(sets)
 
+    def _encode_bucketed(self, sets: RaggedSets) -> Float[Array, "Nb K"]:
+        """Codes of the sets padded to their bucket (compiled once per bucket); first N real."""
+        sets = self.internal_sets(sets).bucketed()
+        if self.log_beta is None:
+            return _encode_hard_jit(sets, self.mu)
+        return _encode_soft_jit(sets, self.mu, self.log_beta)
+
     def encode(self, sets: RaggedSets) -> Float[Array, "N K"]:
         """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1)."""
-        sets = self.internal_sets(sets)
-        if self.log_beta is None:
-            return encode_hard_jit(sets, self.mu)
-        return encode_soft_jit(sets, self.mu, self.log_beta)
+        return self._encode_bucketed(sets)[: sets.num_sets]
 
     def log_predictive(self, sets: RaggedSets) -> Float[Array, "N C"]:
         """``[N, C]`` log class probabilities of eq. (16) for each set.
@@ -147,7 +151,7 @@ class FittedModel:
         Finite for every finite input: the encoders of :mod:`dpp.encoding` are finite for every
         ``beta`` and the log-softmax is stable.
         """
-        return _log_predictive(self.encode(sets), self.theta)
+        return _log_predictive(self._encode_bucketed(sets), self.theta)[: sets.num_sets]
 
 
 def fit_status(

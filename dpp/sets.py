@@ -254,11 +254,7 @@ class RaggedSets:
                 f"mismatched dimensions: set 0 has D = {dims[0]} but set {bad} has D = {dims[bad]}"
             )
         sizes = np.array([v.shape[0] for v in arrays])
-        flat = np.concatenate(arrays, axis=0)
-        set_ids = np.repeat(np.arange(len(arrays), dtype=np.int32), sizes)
-        return cls.from_flat(
-            flat, set_ids, labels, weights=weights, num_sets=len(arrays), dtype=dtype
-        )
+        return cls.from_lengths(np.concatenate(arrays, axis=0), sizes, labels, weights, dtype)
 
     @classmethod
     def from_lengths(
@@ -496,9 +492,10 @@ class RaggedSets:
             ValueError: if a size is smaller than the current one.
         """
         n, t, u = self.num_sets, self.num_memberships, self.vectors.shape[0]
-        pool_size = (t if self.members is None else u) if pool_size is None else pool_size
-        if self.members is None:
+        if self.members is None:  # the disjoint layout: one vector per membership
             pool_size = num_memberships
+        elif pool_size is None:
+            pool_size = u
         if num_sets < n or num_memberships < t or pool_size < u:
             raise ValueError(
                 f"cannot pad N = {n}, T = {t}, U = {u} to N = {num_sets}, T = {num_memberships}, "

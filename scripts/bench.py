@@ -109,11 +109,16 @@ def scene(args) -> None:
     print(f"peak RSS of the process: {peak_mib:.0f} MiB")
 
 
-def naive_objective(params: Params, sets: RaggedSets, l2) -> jax.Array:
-    """The straightforward ``L``: all ``T x K`` codes at once, ``segment_sum``, autodiff."""
+def _all_codes(params: Params, sets: RaggedSets) -> jax.Array:
+    """All ``T x K`` eq. (3) codes at once (no blocks)."""
     x, mu = sets.vectors, params.mu
     d2 = jnp.sum(x * x, 1)[:, None] - 2.0 * x @ mu.T + jnp.sum(mu * mu, 1)[None, :]
-    f = jax.nn.softmax(-jnp.exp(params.log_beta) * d2, axis=1)
+    return jax.nn.softmax(-jnp.exp(params.log_beta) * d2, axis=1)
+
+
+def naive_objective(params: Params, sets: RaggedSets, l2) -> jax.Array:
+    """The straightforward ``L``: all ``T x K`` codes at once, ``segment_sum``, autodiff."""
+    x, f = sets.vectors, _all_codes(params, sets)
     counts = jax.ops.segment_sum(jnp.ones_like(sets.set_ids, x.dtype), sets.set_ids, sets.num_sets)
     z = jax.ops.segment_sum(f, sets.set_ids, sets.num_sets) / counts[:, None]
     log_p = jax.nn.log_softmax(z @ params.theta, axis=1)
@@ -122,10 +127,7 @@ def naive_objective(params: Params, sets: RaggedSets, l2) -> jax.Array:
 
 def floor_pass(params: Params, sets: RaggedSets) -> jax.Array:
     """The floor: distances, exp, normalisation and the per-set column sums, forward only."""
-    x, mu = sets.vectors, params.mu
-    d2 = jnp.sum(x * x, 1)[:, None] - 2.0 * x @ mu.T + jnp.sum(mu * mu, 1)[None, :]
-    f = jax.nn.softmax(-jnp.exp(params.log_beta) * d2, axis=1)
-    return jax.ops.segment_sum(f, sets.set_ids, sets.num_sets)
+    return jax.ops.segment_sum(_all_codes(params, sets), sets.set_ids, sets.num_sets)
 
 
 def encoder(args) -> None:

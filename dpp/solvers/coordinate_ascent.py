@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
 from dpp.encoding import LOG_BETA_MAX, encode_soft
@@ -198,10 +199,10 @@ def fit_classifier(
     """
     n = z.shape[0]
     pad = sets_bucket(n) - n
-    if pad:
+    if pad:  # on the host: an eager jnp.concatenate would compile once per pair of shapes
         z, labels, weights = (
-            jnp.concatenate([a, jnp.zeros((pad, *a.shape[1:]), a.dtype)])
-            for a in (jnp.asarray(z), jnp.asarray(labels), jnp.asarray(weights))
+            np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)])
+            for a in (np.asarray(z), np.asarray(labels), np.asarray(weights))
         )
     return _fit_classifier(z, labels, weights, theta0, l2, solver)
 
