@@ -240,7 +240,7 @@ def fit_dpp(
             ``settings.patience`` rounds without improvement, and the model is then refitted on
             all training sets for the best number of rounds. With fewer than
             :data:`MIN_VALIDATION_SETS` validation sets it is skipped (said in
-            ``info["early_stopping"]``). 0 (default here; the estimators default to 0.2) runs
+            ``info["early_stopping"]``). 0 (default, as in the estimators) runs
             to the tolerance or ``max_rounds``.
         start: warm start: a fitted DPP model whose prototypes, ``beta`` and ``Theta`` (mapped
             into this fit's internal units) replace ``centres``, the ``beta`` heuristic and

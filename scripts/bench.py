@@ -242,7 +242,7 @@ def stopping(args) -> None:
         "tol=1e-3": dict(tol=1e-3, validation_fraction=0.0),
         "tol=1e-2": dict(tol=1e-2, validation_fraction=0.0),
         "1 round": dict(max_rounds=1, validation_fraction=0.0),
-        "early stopping (default)": dict(),
+        "early stopping (20 %)": dict(validation_fraction=0.2),
     }
     print(f"{'rule':25s} {'problem':32s} rounds  fit s  test LL  acc %")
     for problem, kwargs in problems.items():
