@@ -14,6 +14,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpp import params
 from dpp.errors import ConfigError
+from dpp.experiment_settings import VALIDATION_METRICS
 from dpp.solvers.lbfgs import BACKENDS
 from dpp.solvers.options import optimizer_options
 from dpp.splits import SPLIT_KINDS
@@ -153,6 +154,14 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         for i in range(len(ks)):
             int_at_least(cfg, f"l2_selection.n_prototypes_grid[{i}]", 1)
     boolean(cfg, "l2_selection.group_folds")
+    if _get(cfg, "validation.metric") is not None:
+        metric = choice(cfg, "validation.metric", VALIDATION_METRICS)
+        if metric == "cv_score" and cfg.l2_selection.kind != "dpp_cv":
+            raise ConfigError(
+                "validation.metric=cv_score needs l2_selection.kind=dpp_cv (the CV it reports), "
+                f"got l2_selection.kind={cfg.l2_selection.kind}"
+            )
+    number(cfg, "validation.fraction", low=0, high=1, low_open=True, high_open=True)
     split = choice(cfg, "dataset.split.kind", SPLIT_KINDS)
     if split == "spatial_blocks":
         int_at_least(cfg, "dataset.split.train_per_class", 1)

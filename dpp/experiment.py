@@ -21,6 +21,8 @@ from pathlib import Path
 import hydra
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
+from tqdm.auto import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 import dpp.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
 from dpp import discovery, plots
@@ -36,6 +38,22 @@ from dpp.reporting import Heartbeat, load_results, process_identity, write_resul
 from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
+
+
+class _NoMissingBackendNotice(logging.Filter):
+    """Drops JAX's INFO notice that an absent accelerator backend (TPU, ...) did not start.
+
+    On a CPU or GPU machine it is noise in every run log; real errors are warnings and pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.levelno <= logging.INFO
+            and record.getMessage().startswith("Unable to initialize backend")
+        )
+
+
+logging.getLogger("jax._src.xla_bridge").addFilter(_NoMissingBackendNotice())
 
 OmegaConf.register_new_resolver("dpp_data_dir", lambda: str(default_data_dir()), replace=True)
 OmegaConf.register_new_resolver("dpp_cache_dir", lambda: str(default_cache_dir()), replace=True)
@@ -111,6 +129,24 @@ def _output_dir(output_dir) -> Path:
     out = Path(output_dir)
     out.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def validation_value(records: list[dict], metric: str | None) -> float | None:
+    """The value ``experiments/run.py`` returns for Hydra's sweepers.
+
+    ``metric`` of the primary method (the first record of each trial), averaged over trials;
+    ``None`` without a metric.
+
+    Raises:
+        ValueError: if a record of the primary method lacks ``metric``.
+    """
+    if metric is None or not records:
+        return None
+    primary = records[0]["method"]
+    values = [r[metric] for r in records if r["method"] == primary and metric in r]
+    if len(values) != len({r["trial"] for r in records}):
+        raise ValueError(f"validation.metric {metric!r} is missing from the {primary} records")
+    return float(np.mean(values))
 
 
 def run_warnings(records: list[dict]) -> list[str]:
@@ -269,7 +305,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         output_dir: run directory; defaults to Hydra's output directory.
 
     Returns:
-        The content of ``results.json``.
+        The content of ``results.json``; with ``validation.metric`` set, ``["validation"]``
+        holds the metric's name and its value (:func:`validation_value`).
 
     Raises:
         ConfigError: a bad config value (before anything is written) or a directory that
@@ -315,20 +352,41 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
                 dataset.sets.num_classes,
                 header["data_seconds"],
             )
-            for trial in range(cfg.trials):
-                if trial in done_trials:
-                    continue
+            bar = tqdm(
+                total=cfg.trials, initial=len(done_trials), desc=str(cfg.name), unit="trial",
+                disable=None,
+            )  # fmt: skip
+            with bar, logging_redirect_tqdm():
+                for trial in range(cfg.trials):
+                    if trial in done_trials:
+                        continue
 
-                def keep(record):
-                    records.append(record)
-                    write_results(out, header, records, "running", warnings=run_warnings(records))
+                    def keep(record):
+                        records.append(record)
+                        write_results(
+                            out, header, records, "running", warnings=run_warnings(records)
+                        )
 
-                _, done = run_trial(settings, dataset, trial, on_record=keep)
-                if trial == 0:
-                    save_models(out / "models", done, dataset.class_names)
-                    for name in trial_figures:
-                        TRIAL_FIGURES[name](out, done, dataset)
+                    _, done = run_trial(settings, dataset, trial, on_record=keep)
+                    bar.update()
+                    if trial == 0:
+                        save_models(out / "models", done, dataset.class_names)
+                        for name in trial_figures:
+                            TRIAL_FIGURES[name](out, done, dataset)
             records.sort(key=lambda r: (r["trial"], list(methods).index(r["method"])))
+            metric = settings.validation["metric"]
+            if metric is not None:
+                header["validation"] = {
+                    "metric": metric,
+                    "value": validation_value(records, metric),
+                    **(
+                        {"fraction": settings.validation["fraction"]}
+                        if metric != "cv_score"
+                        else {}
+                    ),
+                }
+                value = header["validation"]["value"]
+                logger.info("%s = %.6g (the value returned to a sweeper)", metric, value)
             for name in cfg.figures:
                 if name in RUN_FIGURES:
                     RUN_FIGURES[name](out, records, name)

@@ -15,6 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from dpp.estimators import PrototypeClassifier
 
+#: Metrics ``experiments/run.py`` can return for a sweeper to maximise (``validation.metric``):
+#: a held-out part of each trial's training sets, or the best cross-validation score.
+VALIDATION_METRICS = ("validation_log_likelihood", "validation_accuracy", "cv_score")
+
 
 @dataclasses.dataclass(frozen=True)
 class TrialSettings:
@@ -28,6 +32,8 @@ class TrialSettings:
         l2_selection: ``kind`` (fixed, cv, dpp_cv), ``grid``, ``folds``, ``group_folds``,
             ``n_prototypes_grid``.
         methods: unfitted estimators by method name, the primary model first.
+        validation: ``metric`` (one of :data:`VALIDATION_METRICS` or ``None``) and ``fraction``
+            (the held-out share of the training sets).
     """
 
     seed: int
@@ -36,6 +42,7 @@ class TrialSettings:
     pca_components: int | None
     l2_selection: dict
     methods: dict[str, PrototypeClassifier]
+    validation: dict = dataclasses.field(default_factory=lambda: {"metric": None})
 
 
 def make_estimator(method_cfg: DictConfig, cfg: DictConfig) -> PrototypeClassifier:
@@ -78,4 +85,5 @@ def trial_settings(cfg: DictConfig) -> TrialSettings:
         pca_components=cfg.dataset.pca_components,
         l2_selection=OmegaConf.to_container(cfg.l2_selection, resolve=True),
         methods={name: make_estimator(m, cfg) for name, m in method_configs(cfg).items()},
+        validation=OmegaConf.to_container(cfg.validation, resolve=True),
     )

@@ -9,6 +9,7 @@ experiment layer only talks to this type.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -17,7 +18,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
-from sklearn.model_selection import train_test_split
 
 from dpp.classifier import log_predictive
 from dpp.encoding import encode_hard, encode_soft, max_codes
@@ -31,10 +31,12 @@ from dpp.solvers.coordinate_ascent import (
     FitSettings,
     coordinate_ascent,
     fit_joint,
+    round_progress,
     round_seconds,
     start_round_clock,
 )
 from dpp.solvers.minibatch import AdamSettings, batch_capacity
+from dpp.splits import holdout_split
 
 logger = logging.getLogger(__name__)
 
@@ -304,7 +306,8 @@ def fit_dpp(
     if cap is None:  # always an array, so that capped and uncapped fits share one program
         cap = jnp.int32(settings.max_rounds)
     padded = _bucketed(train, settings)
-    result = jax.block_until_ready(solve(params0, padded, settings, key, round_cap=cap))
+    with round_progress(settings.max_rounds) if settings.verbose else contextlib.nullcontext():
+        result = jax.block_until_ready(solve(params0, padded, settings, key, round_cap=cap))
     seconds = time.perf_counter() - t0
     per_round = round_seconds(clock)
     params = result.params
@@ -379,14 +382,8 @@ def _early_stopping(
 ) -> dict:
     """Best number of rounds by the validation log-likelihood on a held-out part of ``train``."""
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    strata = np.argmax(np.asarray(train.labels), axis=1)
-    counts = np.bincount(strata)
-    held_out = int(np.ceil(fraction * train.num_sets))
-    stratify = strata if counts[counts > 0].min() >= 2 and held_out >= np.sum(counts > 0) else None
-    fit_idx, val_idx = train_test_split(
-        np.arange(train.num_sets), test_size=fraction, random_state=seed, stratify=stratify
-    )
-    fit_part, val_part = train.subset(np.sort(fit_idx)), train.subset(np.sort(val_idx))
+    fit_idx, val_idx = holdout_split(np.asarray(train.labels), fraction, seed)
+    fit_part, val_part = train.subset(fit_idx), train.subset(val_idx)
     fit_part, validation = _bucketed(fit_part, settings), _bucketed(val_part, settings)
     result = solve(params0, fit_part, settings, key, validation=validation)
     rounds = int(result.num_rounds)

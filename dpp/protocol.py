@@ -30,7 +30,7 @@ from dpp.model import FittedModel, encode_hard_jit
 from dpp.selection import select_l2
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
-from dpp.splits import block_ids, prepare, split_indices
+from dpp.splits import block_ids, holdout_split, prepare, split_indices
 
 logger = logging.getLogger(__name__)
 
@@ -171,8 +171,18 @@ def run_trial(
     shared_l2, l2_info = None, {}
     if kind == "cv":
         shared_l2, l2_info = _shared_l2(settings, train, centres, seed, folds_groups)
+    validation = {}
+    if settings.validation["metric"] in ("validation_log_likelihood", "validation_accuracy"):
+        validation = _held_out_scores(primary, train, seed, settings.validation["fraction"], trial)
+        logger.info(
+            "trial %d validation (%d of the training sets held out): accuracy %.2f%%  log-lik %.4f",
+            trial,
+            validation["validation_sets"],
+            100 * validation["validation_accuracy"],
+            validation["validation_log_likelihood"],
+        )
     records, models, estimators = [], {}, {}
-    for name, template in settings.methods.items():
+    for index, (name, template) in enumerate(settings.methods.items()):
         estimator = clone(template).set_params(random_state=seed)
         kmeans_seconds = 0.0
         if estimator.uses_centres:
@@ -206,6 +216,12 @@ def run_trial(
             "K": int(estimator.n_prototypes),
             "l2": float(estimator.l2),
             **(l2_info if kind != "fixed" else {}),
+            **(validation if index == 0 else {}),
+            **(
+                {"cv_score": max(l2_info["l2_cv_scores"])}
+                if kind == "dpp_cv" and "l2_cv_scores" in l2_info
+                else {}
+            ),
             "num_train": train.num_sets,
             "num_test": test.num_sets,
             **({"split": split_info} if split_info else {}),
@@ -216,19 +232,55 @@ def run_trial(
         }
         records.append(record)
         models[name], estimators[name] = model, estimator
-        logger.info(
-            "trial %d %-9s accuracy %.2f%%  test log-lik %.4f  fit %.1f s%s",
-            trial,
-            name,
-            100 * metrics["accuracy"],
-            metrics["test_log_likelihood"],
-            fit_seconds,
-            "" if status is None else f"  ({status})",
-        )
+        logger.info("%s", summary_line(record))
         if on_record is not None:
             on_record(record)
     done = Trial(train, test, models, estimators, transform, train_idx, test_idx, split_cfg)
     return records, done
+
+
+def summary_line(record: dict) -> str:
+    """One line per fitted method of a trial.
+
+    Accuracy, test log-likelihood, KL in bits (soft labels), fit seconds and status.
+    """
+    kl = f"  KL {record['kl_bits']:.4f} bits" if "kl_bits" in record else ""
+    status = record.get("fit_status")
+    return (
+        f"trial {record['trial']} {record['method']:<9} accuracy {100 * record['accuracy']:.2f}%"
+        f"  test log-lik {record['test_log_likelihood']:.4f}{kl}"
+        f"  fit {record['fit_seconds']:.1f} s{'' if status is None else f'  ({status})'}"
+    )
+
+
+def _held_out_scores(template, train: RaggedSets, seed: int, fraction: float, trial: int) -> dict:
+    """The validation metrics of a sweep, from the training sets only.
+
+    ``template`` is fitted on ``1 - fraction`` of the training sets (with its own k-means) and
+    scored on the rest. The test sets are never touched.
+
+    Raises:
+        ValueError: if fewer than two sets would be held out.
+        NonFiniteResultError: for non-finite predictions on the held-out sets.
+    """
+    fit_idx, held_idx = holdout_split(np.asarray(train.labels), fraction, seed)
+    if len(held_idx) < 2 or len(fit_idx) < 2:
+        raise ValueError(
+            f"validation.fraction={fraction} of {train.num_sets} training sets leaves "
+            f"{len(fit_idx)} to fit and {len(held_idx)} to validate; both need at least 2"
+        )
+    estimator = clone(template).set_params(random_state=seed)
+    if estimator.uses_centres:
+        estimator.set_params(init="k-means")
+    held_out = train.subset(held_idx)
+    estimator.fit(train.subset(fit_idx))
+    name = estimator.method
+    metrics = _evaluate_finite(estimator.model_, held_out, "validation", name, trial)
+    return {
+        "validation_log_likelihood": metrics["test_log_likelihood"],
+        "validation_accuracy": metrics["accuracy"],
+        "validation_sets": int(len(held_idx)),
+    }
 
 
 def _class_counts(labels, train_idx, test_idx, class_names) -> dict:

@@ -6,16 +6,25 @@ Examples:
     python experiments/run.py -m model.l2=1e-3,1e-2            # a sweep
     python experiments/run.py experiment=synthetic_large
     python experiments/run.py hydra.run.dir=outputs/mine resume=true   # continue a killed run
+    python experiments/run.py -m hparams_search=optuna                 # TPE search (extra `sweep`)
+    python experiments/run.py -m hydra/launcher=joblib model.l2=1e-3,1e-2   # parallel jobs
+
+Returns (to Hydra's sweepers) the value of `validation.metric`, computed on the training sets
+only, or None when it is null.
 
 Exit codes: 0 complete; 1 failed (e.g. a non-finite result, named in the message); 2 a bad config
 value or bad data (the message names the key or the file and line); 130/143 interrupted by
-SIGINT/SIGTERM. User errors print one line, not a traceback.
+SIGINT/SIGTERM. User errors print one line, not a traceback. In a multirun (-m) a failing job
+raises instead of exiting, so the sweeper records it as failed (Optuna goes on up to its
+max_failure_rate; results.json of the job says why) and the other jobs still run.
 """
 
 import logging
 import sys
 
 import hydra
+from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from dpp.errors import USER_ERRORS, NonFiniteResultError, RunInterrupted
@@ -27,18 +36,24 @@ EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
 
 
 @hydra.main(config_path="../configs", config_name="config", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def main(cfg: DictConfig) -> float | None:
+    multirun = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
-        run(cfg)
+        results = run(cfg)
     except USER_ERRORS as err:
         logger.error("%s", err)
+        if multirun:
+            raise
         sys.exit(2)
     except NonFiniteResultError as err:
         logger.error("run failed: %s", err)
+        if multirun:
+            raise
         sys.exit(1)
     except RunInterrupted as err:
         logger.error("run %s; results.json records status 'interrupted'", err)
         sys.exit(EXIT_CODES.get(err.signal_name, 1))
+    return results.get("validation", {}).get("value")
 
 
 if __name__ == "__main__":

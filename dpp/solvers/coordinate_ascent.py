@@ -29,6 +29,7 @@ value reuses the compiled program; only shapes, iteration caps and solver kinds 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import time
@@ -38,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
+from tqdm.auto import tqdm
 
 from dpp.encoding import LOG_BETA_MAX, encode_soft
 from dpp.hyper import is_concrete, settings_pytree
@@ -357,7 +359,31 @@ def round_seconds(start: float) -> list[float]:
     return [b - a for a, b in zip(times[:-1], times[1:], strict=True)]
 
 
+#: The tqdm bar a verbose fit's rounds advance (set by :func:`round_progress`), else ``None``.
+_ROUND_BAR: list = [None]
+
+
+@contextlib.contextmanager
+def round_progress(total: int, desc: str = "coordinate ascent"):
+    """A tqdm bar over the rounds of the verbose fits run inside the block.
+
+    Rounds run inside ``lax.while_loop``; a verbose fit's host callback advances the bar (shown
+    only on a terminal: ``disable=None``). Quiet fits have no callback and leave it still.
+    """
+    bar = tqdm(total=total, desc=desc, unit="round", disable=None, leave=False)
+    _ROUND_BAR[0] = bar
+    try:
+        yield bar
+    finally:
+        _ROUND_BAR[0] = None
+        bar.close()
+
+
 def _log_round(round_, value, beta, rel_change):
+    bar = _ROUND_BAR[0]
+    if bar is not None:
+        bar.update(int(round_) - bar.n)
+        bar.set_postfix(L=f"{float(value):.6g}", beta=f"{float(beta):.4g}", refresh=False)
     logger.info(
         "coordinate ascent round %3d  L = %.6g  beta = %.4g  rel. change = %.3g",
         int(round_),
