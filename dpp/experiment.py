@@ -113,7 +113,15 @@ RUN_FIGURES = {
         records, out / f"{name}.png", "Figure 2(b): Indian Pines test log-likelihood"
     ),
     "history": lambda out, records, name: plots.objective_histories(records, out / f"{name}.png"),
+    "kl_bits": lambda out, records, name: _kl_bits(out, records, name),
 }
+
+
+def _kl_bits(out: Path, records: list[dict], name: str):
+    if not any("kl_bits" in r for r in records):
+        logger.info("figure %s skipped: the labels are hard (no KL in bits recorded)", name)
+        return None
+    return plots.kl_bits(records, out / f"{name}.png")
 
 
 # ---------------------------------------------------------------------- run

@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
 from dpp.model import FittedModel  # noqa: E402
@@ -29,7 +30,7 @@ def figure1(
     """Figure 1 of the paper, four panels.
 
     (a) data and k-means centres, (b) data and DPP centres, (c) standard representation ``z``,
-    (d) DPP representation ``z``.
+    (d) DPP representation ``z``, all of the training sets (the title says so).
 
     For ``K = 2`` panels (c) and (d) plot ``z_1`` of every set (``z_2 = 1 - z_1``); for larger
     ``K`` they show ``z`` as an image, sets sorted by class.
@@ -87,44 +88,111 @@ def figure1(
             ax.set_ylabel("set (sorted by class)")
             fig.colorbar(im, ax=ax)
         ax.set_title(title)
+    fig.suptitle(
+        f"training sets ({train.num_sets}), the sets both models were fitted on", fontsize=10
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
 
 
-def loglik_bars(records: Sequence[dict], path: Path, title: str = "test log-likelihood") -> Path:
-    """Mean test log-likelihood per set, with two standard errors across trials, per method.
+def metric_dots(
+    records: Sequence[dict],
+    metric: str,
+    path: Path,
+    title: str,
+    ylabel: str,
+    scale: float = 1.0,
+) -> Path:
+    """Mean of ``metric`` per method, each trial as a faint dot, and two standard errors.
 
-    The form of Figure 2 of the paper.
+    The axis spans the data, not 0: gaps of a few hundredths of a nat between methods are the
+    result and must be visible. The error bars (and "± 2 s.e." in the title) appear only with
+    two or more trials.
 
     Args:
-        records: per-(trial, method) records with ``test_log_likelihood``.
+        records: per-(trial, method) records holding ``metric``.
+        metric: record key, e.g. ``test_log_likelihood`` or ``kl_bits``.
         path: output PNG path.
         title: figure title.
+        ylabel: axis label (with units).
+        scale: factor applied to the values (e.g. 100 for percentages).
 
     Returns:
         ``path``.
+
+    Raises:
+        ValueError: if no record holds ``metric``.
     """
-    summary = summarize(records)
-    methods = list(summary)
-    means = [summary[m]["test_log_likelihood"]["mean"] for m in methods]
-    errs = [2 * (summary[m]["test_log_likelihood"]["stderr"] or 0.0) for m in methods]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(methods), 4))
-    ax.bar(
-        methods, means, yerr=errs, capsize=6, color=[_COLOURS[i % 6] for i in range(len(methods))]
-    )
-    ax.set_ylabel("mean test log-likelihood per set (nats)")
-    ax.set_title(title + " (± 2 s.e.)")
-    ax.axhline(0, color="black", linewidth=0.5)
-    fig.tight_layout()
+    fig = metric_dots_figure(records, metric, title, ylabel, scale)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+def metric_dots_figure(records, metric: str, title: str, ylabel: str, scale: float = 1.0):
+    """The figure of :func:`metric_dots` (a matplotlib ``Figure``, not saved)."""
+    summary = {m: s for m, s in summarize(records).items() if metric in s}
+    if not summary:
+        raise ValueError(f"no record holds {metric!r}")
+    methods = list(summary)
+    fig, ax = plt.subplots(figsize=(1.8 + 1.2 * len(methods), 4))
+    with_errors = False
+    for i, method in enumerate(methods):
+        stats = summary[method][metric]
+        colour = _COLOURS[i % 6]
+        values = [scale * r[metric] for r in records if r["method"] == method]
+        ax.scatter([i] * len(values), values, s=14, color=colour, alpha=0.35, zorder=2)
+        err = None if stats["stderr"] is None else 2 * scale * stats["stderr"]
+        with_errors |= err is not None
+        ax.errorbar(
+            i, scale * stats["mean"], yerr=err, fmt="o", markersize=8, capsize=8, color=colour,
+            zorder=3,
+        )  # fmt: skip
+        ax.annotate(
+            f"{scale * stats['mean']:.4g}", (i, scale * stats["mean"]), xytext=(10, 0),
+            textcoords="offset points", va="center", fontsize=8,
+        )  # fmt: skip
+    ax.set_xticks(range(len(methods)), methods)
+    ax.set_xlim(-0.6, len(methods) - 0.4)
+    ax.margins(y=0.15)
+    ax.set_ylabel(ylabel)
+    trials = max(summary[m][metric]["n"] for m in methods)
+    note = " (mean ± 2 s.e.)" if with_errors else f" ({trials} trial{'s' * (trials > 1)})"
+    ax.set_title(title + note, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def loglik_bars(records: Sequence[dict], path: Path, title: str = "test log-likelihood") -> Path:
+    """Mean test log-likelihood per set per method (the form of Figure 2 of the paper).
+
+    See :func:`metric_dots`: the axis spans the data, error bars only with two or more trials.
+    """
+    return metric_dots(
+        records, "test_log_likelihood", path, title, "mean test log-likelihood per set (nats)"
+    )
+
+
+def kl_bits(records: Sequence[dict], path: Path) -> Path:
+    """Mean KL divergence from the soft test labels to the predictions, in bits, per method.
+
+    The soft-label counterpart of accuracy (ADULT, section 5.3); lower is better.
+    """
+    return metric_dots(
+        records, "kl_bits", path, "KL(soft labels || predictions)",
+        "mean KL per test set (bits; lower is better)",
+    )  # fmt: skip
 
 
 def objective_histories(records: Sequence[dict], path: Path) -> Path:
     """Objective ``L`` per coordinate-ascent round of every DPP trial.
+
+    Rounds are integers on the axis. When ``L`` (negative) spans more than a factor of 10 over
+    the rounds, ``-L`` is drawn on a log scale, so that the rounds after a large first jump stay
+    readable.
 
     Args:
         records: per-(trial, method) records with ``objective_history``.
@@ -134,11 +202,22 @@ def objective_histories(records: Sequence[dict], path: Path) -> Path:
         ``path``.
     """
     fig, ax = plt.subplots(figsize=(6, 4))
-    for r in records:
-        if r["method"] == "dpp" and len(r.get("objective_history", [])) > 1:
-            ax.plot(r["objective_history"], marker=".", label=f"trial {r['trial']}")
+    curves = [
+        (r["trial"], np.asarray(r["objective_history"], dtype=np.float64))
+        for r in records
+        if r["method"] == "dpp" and len(r.get("objective_history", [])) > 1
+    ]
+    values = np.concatenate([c for _, c in curves]) if curves else np.zeros(0)
+    log = values.size and np.all(values < 0) and values.min() / values.max() > 10
+    for trial, curve in curves:
+        ax.plot(-curve if log else curve, marker=".", label=f"trial {trial}")
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("round (0 = after k-means init and first Theta-step)")
-    ax.set_ylabel("L (penalised log-likelihood)")
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylabel("-L (log scale; lower is better)")
+    else:
+        ax.set_ylabel("L (penalised log-likelihood)")
     ax.set_title("DPP coordinate ascent")
     if ax.lines:
         ax.legend(fontsize=8)

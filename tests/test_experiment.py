@@ -147,3 +147,27 @@ def test_missing_data_is_reported_in_results(tmp_path):
     assert (
         on_disk["status"] == "failed" and "nowhere" in on_disk["error"] and on_disk["trials"] == []
     )
+
+
+def test_loglik_figure_spans_the_data_and_shows_errors_only_with_several_trials():
+    import matplotlib.pyplot as plt
+
+    from dpp.plots import metric_dots_figure
+
+    def records(trials):
+        return [
+            {"trial": t, "method": m, "test_log_likelihood": v + 0.001 * t}
+            for t in range(trials)
+            for m, v in (("dpp", -0.28), ("standard", -0.30))
+        ]
+
+    one = metric_dots_figure(records(1), "test_log_likelihood", "LL", "nats")
+    ax = one.axes[0]
+    low, high = ax.get_ylim()
+    assert -0.31 < low < -0.30 and -0.28 < high < -0.27  # the 0.02-nat gap fills the axis
+    assert "s.e." not in ax.get_title() and "(1 trial)" in ax.get_title()
+    assert not any(c.has_yerr for c in ax.containers)
+    three = metric_dots_figure(records(3), "test_log_likelihood", "LL", "nats").axes[0]
+    assert "± 2 s.e." in three.get_title()
+    assert all(c.has_yerr for c in three.containers)
+    plt.close("all")
