@@ -116,6 +116,8 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
     int_at_least(cfg, "seed", 0)
     int_at_least(cfg, "trials", 1)
     boolean(cfg, "verbose")
+    if _get(cfg, "devices") != "all":
+        int_at_least(cfg, "devices", 1)
     boolean(cfg, "resume")
     _method(cfg, "model")
     for name in _get(cfg, "baselines") or {}:

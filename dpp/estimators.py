@@ -68,6 +68,7 @@ EXPERIMENT_PARAMS = (
     "kmeans_max_iter",
     "random_state",
     "verbose",
+    "devices",
 )
 
 
@@ -456,6 +457,9 @@ class DPPClassifier(PrototypeClassifier):
         random_state: seed of k-means, of the early-stopping split and of mini-batch order
             (``None``: a fresh one).
         verbose: log ``L`` and ``beta`` after every round.
+        devices: devices the fit runs on, a positive number or ``"all"`` (:mod:`dpp.sharding`:
+            whole sets per device, the likelihood's sums reduced across devices; full-batch
+            optimizers only). Same fit as one device up to float rounding.
 
     Raises (from ``fit``):
         ValueError: bad parameters or inputs, naming which.
@@ -489,12 +493,15 @@ class DPPClassifier(PrototypeClassifier):
         kmeans_max_iter: int = 300,
         random_state: int | None = 0,
         verbose: bool = False,
+        devices: int | str = 1,
     ):
         _store(self, locals())
 
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
         super().check_params()
+        if self.devices != "all":
+            check.int_at_least("devices", self.devices, 1)
         check.choice("mode", self.mode, MODES)
         check.int_at_least("max_rounds", self.max_rounds, 0)
         check.number("tol", self.tol, low=0)
@@ -547,6 +554,7 @@ class DPPClassifier(PrototypeClassifier):
             per_prototype_beta=bool(self.per_prototype_beta),
             validation_fraction=float(self.validation_fraction),
             start=start,
+            devices=self.devices if self.devices == "all" else int(self.devices),
         )
 
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import hydra
+import jax
 import numpy as np
 from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
@@ -35,6 +36,7 @@ from dpp.experiment_settings import method_configs, trial_settings
 from dpp.model import CLEAN_STATUSES
 from dpp.protocol import Trial, run_trial
 from dpp.reporting import Heartbeat, load_results, process_identity, write_results
+from dpp.sharding import initialize_distributed
 from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
@@ -325,10 +327,14 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         ValueError, FileNotFoundError: for bad data; ``status = "failed"``.
     """
     check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
+    distributed = initialize_distributed(**cfg.distributed)  # before JAX starts its backends
     enable_persistent_cache(cfg.get("compilation_cache"))
     settings = trial_settings(cfg)
     methods = method_configs(cfg)
     out = _output_dir(output_dir)
+    if distributed and jax.process_index() > 0:  # every process fits; process 0 owns the folder
+        out = out / f"process{jax.process_index()}"
+        out.mkdir(exist_ok=True)
     records = _resume_records(out, cfg, methods)
     done_trials = sorted({r["trial"] for r in records})
     (out / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))

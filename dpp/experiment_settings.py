@@ -59,6 +59,8 @@ def make_estimator(method_cfg: DictConfig, cfg: DictConfig) -> PrototypeClassifi
         kmeans_max_iter=int(cfg.kmeans.max_iter),
         verbose=bool(cfg.verbose),
     )
+    if "devices" in estimator.get_params():  # the estimators that can split their sets
+        estimator.set_params(devices=cfg.devices)
     return estimator
 
 

@@ -25,6 +25,7 @@ from dpp.classifier import log_predictive
 from dpp.encoding import encode_soft, packed_log_likelihood
 from dpp.hyper import is_concrete, settings_pytree
 from dpp.sets import RaggedSets, real_sets
+from dpp.sharding import ShardedSets, sharded_log_likelihood
 
 
 class Params(NamedTuple):
@@ -143,7 +144,8 @@ def objective(
 
     Args:
         params: prototypes, log inverse temperature and classifier weights.
-        sets: ``N`` training sets with soft labels and weights.
+        sets: ``N`` training sets with soft labels and weights, or the same sets split across
+            devices (:class:`dpp.sharding.ShardedSets`).
         l2: ridge ``lambda`` >= 0.
         prior: optional prior on ``log beta``.
 
@@ -151,6 +153,8 @@ def objective(
         Scalar ``L`` (nats).
     """
     penalty = l2 * jnp.sum(params.theta * params.theta) - prior.log_density(params.log_beta)
+    if isinstance(sets, ShardedSets):  # each device's sets, then a cross-device sum
+        return sharded_log_likelihood(params, sets) - penalty
     if sets.packing is not None:  # one pass for value and gradient
         return packed_log_likelihood(sets, *params) - penalty
     z = encode_soft(sets, params.mu, params.log_beta)

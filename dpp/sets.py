@@ -97,18 +97,21 @@ def sets_bucket(n: int) -> int:
     return _power_of_two(max(int(n), MIN_BUCKET))
 
 
-def _pack(sizes: np.ndarray, num_sets: int, block_size: int) -> Packing:
+def _pack(sizes: np.ndarray, num_sets: int, block_size: int, fixed_block: bool = False) -> Packing:
     """Greedy packing of consecutive sets into blocks of at most ``B`` memberships.
 
     ``B = max(block_size, bucket of the largest set)``, or the power of two above ``T`` when
     everything fits in one block. The number of blocks and the sets per block are rounded up to
     powers of two (padding blocks hold no set and are skipped at run time, so they cost nothing),
     and the padded ``T`` is ``blocks x B``: the compiled shapes then change only when ``T``
-    doubles. A loop over blocks (not sets) on the host.
+    doubles. A loop over blocks (not sets) on the host. With ``fixed_block`` (the devices of a
+    sharded fit share one shape) ``B = block_size``, which must hold the largest set.
     """
     total = int(sizes.sum())
     block = max(block_size, bucket_size(int(sizes.max())))
-    if total <= block:  # one block: a power of two, so folds of similar sizes share it
+    if fixed_block:
+        block = block_size
+    elif total <= block:  # one block: a power of two, so folds of similar sizes share it
         block = max(_power_of_two(total), MIN_BUCKET)
     offsets = np.concatenate([[0], np.cumsum(sizes)])  # [N + 1]
     starts, firsts = [], []

@@ -52,6 +52,7 @@ from dpp.likelihood import (
     objective,
 )
 from dpp.sets import RaggedSets, sets_bucket
+from dpp.sharding import ShardedSets, sharded_codes
 from dpp.solvers import options
 from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
 from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
@@ -224,7 +225,10 @@ def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Param
 
 
 def _theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
-    z = encode_soft(sets, params.mu, params.log_beta)
+    if isinstance(sets, ShardedSets):  # [P * N_p, K] codes, sharded by set
+        z = sharded_codes(sets, params.mu, params.log_beta)
+    else:
+        z = encode_soft(sets, params.mu, params.log_beta)
     result = _classifier_step(
         params.theta, z, sets.labels, sets.weights, settings.l2, settings.theta_solver
     )

@@ -1,0 +1,283 @@
+"""Fits over several devices (``jax.sharding``) and processes (``jax.distributed``).
+
+The sets are split across the devices of a one-axis :class:`~jax.sharding.Mesh` (axis
+``"sets"``): whole sets per device, the flat layout cut at set boundaries into parts of nearly
+equal vector counts, each part padded and packed (:meth:`dpp.sets.RaggedSets.bucketed`) to one
+common shape and stacked along a leading device axis. The parameters are replicated. Inside
+``shard_map`` each device computes the likelihood of its own sets (the blocked one-pass
+gradient of :func:`dpp.encoding.packed_log_likelihood`), and the sums over sets of eqs. (5),
+(6) and (17), and their gradients, become cross-device reductions (``psum``). The Theta-step
+works on the ``[N, K]`` codes, sharded by set; XLA reduces its sums across devices.
+
+With ``jax.distributed`` (:func:`initialize_distributed`) the mesh spans the devices of every
+process; each process places only its own part of the sets on its devices
+(:func:`shard_sets` builds the global arrays from process-local shards), and every process runs
+the same fit program (SPMD).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from dpp.encoding import encode_soft, packed_log_likelihood
+from dpp.sets import MIN_BUCKET, Packing, RaggedSets, _pack, _power_of_two, sets_bucket
+
+logger = logging.getLogger(__name__)
+
+#: The mesh axis the sets are split along.
+AXIS = "sets"
+
+
+def device_mesh(devices: int | str = "all") -> Mesh:
+    """A one-axis mesh (``"sets"``) over ``devices`` of the global device list.
+
+    Args:
+        devices: a positive number of devices, or ``"all"`` (every device of every process).
+
+    Returns:
+        The mesh.
+
+    Raises:
+        ValueError: for more devices than there are, or a value that is neither.
+    """
+    available = jax.devices()
+    if devices == "all":
+        count = len(available)
+    elif isinstance(devices, int | np.integer) and not isinstance(devices, bool) and devices >= 1:
+        count = int(devices)
+    else:
+        raise ValueError(f"devices must be a positive integer or 'all', got {devices!r}")
+    if count > len(available):
+        raise ValueError(
+            f"devices={count} but JAX sees {len(available)} "
+            f"({available[0].platform}); for CPU tests set "
+            "XLA_FLAGS=--xla_force_host_platform_device_count=N before JAX starts"
+        )
+    return Mesh(np.asarray(available[:count]), (AXIS,))
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardedSets:
+    """``N`` sets split across the devices of ``mesh`` (a pytree; ``mesh`` is static).
+
+    Attributes:
+        local: per-device :class:`~dpp.sets.RaggedSets`, every array with a leading device
+            axis ``[P, ...]`` sharded along ``"sets"``; ``local.num_sets`` is the per-device
+            padded ``N_p``.
+        mesh: the device mesh.
+        sets_per_device: ``[P]`` real sets on each device (host tuple, static), in order.
+    """
+
+    local: RaggedSets
+    mesh: Mesh
+    sets_per_device: tuple[int, ...]
+
+    @property
+    def num_sets(self) -> int:
+        """The padded number of sets ``P * N_p`` (rows of :attr:`labels` and :attr:`weights`)."""
+        return len(self.sets_per_device) * self.local.num_sets
+
+    @property
+    def labels(self) -> jax.Array:
+        """``[P * N_p, C]`` soft labels, device-major (padding rows 0)."""
+        return self.local.labels.reshape(-1, self.local.labels.shape[-1])
+
+    @property
+    def weights(self) -> jax.Array:
+        """``[P * N_p]`` set weights, device-major (padding rows 0)."""
+        return self.local.weights.reshape(-1)
+
+    @property
+    def vectors(self) -> jax.Array:
+        """``[P, T_p, D]`` vectors (for the dtype and the dimension)."""
+        return self.local.vectors
+
+    def real_rows(self) -> np.ndarray:
+        """Host ``[N]`` indices of the real sets among the ``P * N_p`` rows, in original order."""
+        n_p = self.local.num_sets
+        return np.concatenate(
+            [d * n_p + np.arange(count) for d, count in enumerate(self.sets_per_device)]
+        )
+
+
+jax.tree_util.register_dataclass(
+    ShardedSets, data_fields=["local"], meta_fields=["mesh", "sets_per_device"]
+)
+
+
+def split_points(sizes: np.ndarray, parts: int) -> np.ndarray:
+    """``[parts + 1]`` set boundaries: ``parts`` runs of consecutive sets, nearly equal in vectors.
+
+    Each boundary lies at the set where the cumulative vector count crosses ``p * T / parts``;
+    every part holds at least one set.
+
+    Raises:
+        ValueError: if there are fewer sets than parts.
+    """
+    if len(sizes) < parts:
+        raise ValueError(f"{len(sizes)} sets cannot be split across {parts} devices")
+    ends = np.cumsum(sizes)
+    targets = ends[-1] * np.arange(1, parts) / parts
+    raw = np.searchsorted(ends, targets, side="left") + 1
+    cuts, previous = [], 0
+    for i, cut in enumerate(raw, start=1):  # a loop over devices: leave room for one set each
+        previous = int(np.clip(cut, previous + 1, len(sizes) - (parts - i)))
+        cuts.append(previous)
+    return np.concatenate([[0], cuts, [len(sizes)]]).astype(int)
+
+
+def _common_packing(parts: list[RaggedSets], block_size: int):
+    """One padded shape for every part: ``(N_p, B, blocks, S)`` and each part's packing."""
+    n_p = max(sets_bucket(p.num_sets) for p in parts)
+    largest = max(int(p.set_sizes().max()) for p in parts)
+    total = max(p.num_memberships for p in parts)
+    block = max(block_size, _power_of_two(largest))
+    if total <= block:
+        block = max(_power_of_two(total), MIN_BUCKET)
+    packings = [_pack(p.set_sizes(), n_p, block, fixed_block=True) for p in parts]
+    blocks = max(k.start.shape[0] for k in packings)
+    slots = max(k.slots.shape[0] for k in packings)
+    out = []
+    for part, k in zip(parts, packings, strict=True):
+        pad = blocks - k.start.shape[0]
+        out.append(
+            Packing(
+                jnp.concatenate([k.start, jnp.full(pad, part.num_memberships, jnp.int32)]),
+                jnp.concatenate([k.first_set, jnp.full(pad, n_p, jnp.int32)]),
+                jnp.concatenate([k.set_count, jnp.zeros(pad, jnp.int32)]),
+                jnp.arange(block, dtype=jnp.int32),
+                jnp.arange(slots, dtype=jnp.int32),
+            )
+        )
+    return n_p, blocks * block, out
+
+
+def shard_sets(sets: RaggedSets, mesh: Mesh, block_size: int = 2048) -> ShardedSets:
+    """Splits ``sets`` across the devices of ``mesh``: whole sets per device, padded per device.
+
+    In a multi-process run every process calls this with the same ``sets`` and places only the
+    parts of its own devices (``jax.make_array_from_single_device_arrays``).
+
+    Args:
+        sets: ``N`` sets in the disjoint layout (each vector in one set), ``N >= devices``.
+        mesh: a one-axis mesh from :func:`device_mesh`.
+        block_size: memberships per packed block (as :meth:`RaggedSets.bucketed`).
+
+    Returns:
+        The sharded sets; padding adds nothing to any sum.
+
+    Raises:
+        ValueError: for the shared-pool layout (overlapping windows cannot be split by set
+            without copying vectors), or fewer sets than devices.
+    """
+    if sets.members is not None:
+        raise ValueError(
+            "multi-device fits need the disjoint layout; shared-pool sets (overlapping windows) "
+            "run on one device"
+        )
+    devices = list(mesh.devices.flat)
+    bounds = split_points(sets.set_sizes(), len(devices))
+    parts = [sets.subset(np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    n_p, t_p, packings = _common_packing(parts, block_size)
+    local = [
+        dataclasses.replace(p.padded(n_p, t_p), packing=k)
+        for p, k in zip(parts, packings, strict=True)
+    ]
+    sharding = NamedSharding(mesh, P(AXIS))
+    mine = {d.id for d in jax.local_devices()}
+
+    def stack(*leaves):
+        shape = (len(devices), *np.shape(leaves[0]))
+        arrays = [
+            jax.device_put(np.asarray(leaf)[None], device)
+            for leaf, device in zip(leaves, devices, strict=True)
+            if device.id in mine
+        ]
+        return jax.make_array_from_single_device_arrays(shape, sharding, arrays)
+
+    stacked = jax.tree.map(stack, *local)
+    return ShardedSets(stacked, mesh, tuple(p.num_sets for p in parts))
+
+
+#: ``shard_map``'s varying-axis check is off: the encoders skip padding blocks with
+#: ``lax.cond``, whose skip branch returns constant zeros that the check rejects as unvarying.
+#: The values and gradients are tested against one device (tests/test_sharding.py).
+_CHECK_VMA = False
+
+
+def _squeeze(tree):
+    return jax.tree.map(lambda a: a[0], tree)
+
+
+def sharded_log_likelihood(params, sets: ShardedSets) -> jax.Array:
+    """``sum_n w_n L^n`` over all devices' sets: a ``psum`` of each device's one-pass sum.
+
+    Differentiable (the ``psum`` transposes into the reduction of the replicated parameters'
+    gradients). Same value as :func:`dpp.encoding.packed_log_likelihood` on the unsharded sets,
+    up to the order of the float additions.
+    """
+
+    def local(params, part):
+        return jax.lax.psum(packed_log_likelihood(_squeeze(part), *params), AXIS)
+
+    spec = jax.tree.map(lambda _: P(AXIS), sets.local)
+    return jax.shard_map(
+        local, mesh=sets.mesh, in_specs=(P(), spec), out_specs=P(), check_vma=False
+    )(tuple(params), sets.local)
+
+
+def sharded_codes(sets: ShardedSets, mu, log_beta) -> jax.Array:
+    """``[P * N_p, K]`` codes (eq. 2 over eq. 3), each device encoding its own sets."""
+
+    def local(mu, log_beta, part):
+        return encode_soft(_squeeze(part), mu, log_beta)[None]
+
+    spec = jax.tree.map(lambda _: P(AXIS), sets.local)
+    z = jax.shard_map(
+        local, mesh=sets.mesh, in_specs=(P(), P(), spec), out_specs=P(AXIS), check_vma=False
+    )(mu, log_beta, sets.local)
+    return z.reshape(-1, z.shape[-1])
+
+
+def initialize_distributed(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+) -> bool:
+    """Starts ``jax.distributed`` from arguments or the SLURM environment; idempotent.
+
+    With all three arguments ``None`` and no SLURM job of more than one task, nothing is started
+    (a single-process run). Under SLURM (``SLURM_NTASKS`` > 1, e.g. submitit's
+    ``tasks_per_node``) JAX reads the coordinator, process count and id from the environment.
+    CPU processes exchange their sums over gloo collectives.
+
+    Returns:
+        Whether this process is part of a multi-process run.
+    """
+    if jax.distributed.is_initialized():  # (jax.process_count() would start the backends)
+        return True
+    slurm = int(os.environ.get("SLURM_NTASKS", "1")) > 1
+    if coordinator_address is None and num_processes is None and not slurm:
+        return False
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    jax.distributed.initialize(
+        coordinator_address=coordinator_address,
+        num_processes=num_processes,
+        process_id=process_id,
+    )
+    logger.info(
+        "jax.distributed: process %d of %d, %d local / %d global devices",
+        jax.process_index(),
+        jax.process_count(),
+        jax.local_device_count(),
+        jax.device_count(),
+    )
+    return True
