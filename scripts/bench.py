@@ -26,6 +26,15 @@ of memberships T grows with the window while the pool U stays 21,025; the compil
 temporary memory follows U * K, not T * K.
 
     python scripts/bench.py --scene [--prototypes 50 --windows 3 5 7 9]
+
+``--scale``: value and gradient of the full-batch likelihood for T = 1e5, 1e6 and 1e7 vectors
+(D = 10, K = 200, C = 70, sets of 100-300 vectors), each size in a fresh process: compile
+seconds, median seconds per evaluation, seconds per million vectors (flat: linear in T) and
+the process's peak resident memory against T*D, N*K and T*K floats (the memory a
+non-blocked encoder would need for its codes); then one epoch of mini-batch Adam (the
+(mu, beta)-step of ``optimizer=adam``, 64 sets a batch) on the largest problem.
+
+    python scripts/bench.py --scale [--sizes 1e5 1e6 1e7 --repeats 3]
 """
 
 from __future__ import annotations
@@ -300,6 +309,94 @@ def table1(args) -> None:
     print(f"wall {wall:.1f} s (target <= 150 s): {'met' if wall <= 150 else 'NOT met'}")
 
 
+def _scale_one(args) -> None:
+    """One size of ``--scale`` (a child process, so its peak memory is its own)."""
+    import json
+
+    from dpp.solvers.coordinate_ascent import FitSettings, _prototype_step
+    from dpp.solvers.minibatch import AdamSettings, batch_capacity
+
+    total = int(float(args.scale_one))
+    mean_size = (args.min_size + args.max_size) / 2
+    args.sets = max(int(round(total / mean_size)), 1)
+    t0 = time.perf_counter()
+    params, sets = make_problem(args)
+    packed = sets.bucketed()
+    setup = time.perf_counter() - t0
+    value_and_grad = jax.jit(jax.value_and_grad(lambda p, s: objective(p, s, 1e-2)))
+    t0 = time.perf_counter()
+    compiled = value_and_grad.lower(params, packed).compile()
+    compile_s = time.perf_counter() - t0
+    times = _time(compiled, (params, packed), args.repeats)
+    row = {
+        "T": int(sets.num_memberships),
+        "N": int(sets.num_sets),
+        "T_padded": int(packed.num_memberships),
+        "setup_s": setup,
+        "compile_s": compile_s,
+        "median_s": float(np.median(times)),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    if args.adam:
+        batch = 64
+        adam = AdamSettings(batch_size=batch, epochs=1, capacity=batch_capacity(sets, batch))
+        settings = FitSettings(prototype_solver=adam)
+        step = jax.jit(_prototype_step).lower(params, sets, settings, jax.random.key(0)).compile()
+        epoch = _time(lambda *a: step(*a)[0], (params, sets, settings, jax.random.key(0)), 1)
+        row["adam_epoch_s"] = float(epoch[0])
+        row["adam_batches"] = -(-sets.num_sets // batch)
+        row["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print("SCALE " + json.dumps(row), flush=True)
+
+
+def scale(args) -> None:
+    import json
+    import subprocess
+    import sys
+
+    rows = []
+    for i, size in enumerate(args.sizes):
+        command = [
+            sys.executable, __file__, "--scale-one", str(size), "--repeats", str(args.repeats),
+            "--dim", str(args.dim), "--prototypes", str(args.prototypes),
+            "--classes", str(args.classes), "--min-size", str(args.min_size),
+            "--max-size", str(args.max_size),
+        ]  # fmt: skip
+        if i == len(args.sizes) - 1:
+            command.append("--adam")
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+        row = json.loads(next(line for line in out.splitlines() if line.startswith("SCALE "))[6:])
+        rows.append(row)
+        print(f"T = {row['T']:.0e} done: {row['median_s']:.3f} s per evaluation", flush=True)
+    floats = 4 / 2**20  # MB per float32
+    k, d = args.prototypes, args.dim
+    print(
+        f"\nvalue + gradient, D = {d}, K = {k}, C = {args.classes}, sets of "
+        f"{args.min_size}-{args.max_size} vectors (median of {args.repeats}; fresh process each)\n"
+    )
+    print("| T | N | compile s | s / evaluation | s per 1e6 vectors | peak RSS MB | T*D MB "
+          "| N*K MB | T*K MB (codes, never held) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['T']:,} | {r['N']:,} | {r['compile_s']:.2f} | {r['median_s']:.3f} "
+            f"| {1e6 * r['median_s'] / r['T']:.3f} | {r['peak_rss_mb']:,.0f} "
+            f"| {r['T'] * d * floats:,.0f} | {r['N'] * k * floats:,.1f} "
+            f"| {r['T'] * k * floats:,.0f} |"
+        )
+    last = rows[-1]
+    if "adam_epoch_s" in last:
+        print(
+            f"\nmini-batch Adam (64 sets a batch, {last['adam_batches']:,} batches) on T = "
+            f"{last['T']:,}: {last['adam_epoch_s']:.2f} s per epoch (compiled; one epoch)"
+        )
+    first = rows[0]
+    growth = (last["median_s"] / first["median_s"]) / (last["T"] / first["T"])
+    print(
+        f"time grows {growth:.2f}x as fast as T between the smallest and largest size (1 = linear)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -318,6 +415,10 @@ def main() -> None:
     parser.add_argument("--cv", action="store_true", help="GridSearchCV over 6 lambdas, cv=10")
     parser.add_argument("--table1", action="store_true", help="Table 1 (5 trials), cold cache")
     parser.add_argument("--stopping", action="store_true", help="cost of the stopping rules")
+    parser.add_argument("--scale", action="store_true", help="T = 1e5, 1e6, 1e7: time, memory")
+    parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6, 1e7])
+    parser.add_argument("--scale-one", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--adam", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     print(
         f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}"
@@ -332,6 +433,12 @@ def main() -> None:
         table1(args)
     elif args.stopping:
         stopping(args)
+    elif args.scale_one is not None:
+        _scale_one(args)
+    elif args.scale:
+        if args.repeats == 20:
+            args.repeats = 3
+        scale(args)
     else:
         encoder(args)
 
