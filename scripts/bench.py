@@ -30,8 +30,10 @@ temporary memory follows U * K, not T * K.
 ``--scale``: value and gradient of the full-batch likelihood for T = 1e5, 1e6 and 1e7 vectors
 (D = 10, K = 200, C = 70, sets of 100-300 vectors), each size in a fresh process: compile
 seconds, median seconds per evaluation, seconds per million vectors (flat: linear in T) and
-the process's peak resident memory against T*D, N*K and T*K floats (the memory a
-non-blocked encoder would need for its codes); then one epoch of mini-batch Adam (the
+the compiled program's temporary memory (XLA's memory analysis: the working set beyond its
+inputs and outputs) and the process's peak resident memory (host copies of the generated data
+included) against T*D, N*K and T*K floats (the memory a non-blocked encoder would need for its
+codes); then one epoch of mini-batch Adam (the
 (mu, beta)-step of ``optimizer=adam``, 64 sets a batch) on the largest problem.
 
     python scripts/bench.py --scale [--sizes 1e5 1e6 1e7 --repeats 3]
@@ -335,6 +337,7 @@ def _scale_one(args) -> None:
         "setup_s": setup,
         "compile_s": compile_s,
         "median_s": float(np.median(times)),
+        "xla_temp_mb": compiled.memory_analysis().temp_size_in_bytes / 2**20,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
     if args.adam:
@@ -374,13 +377,14 @@ def scale(args) -> None:
         f"\nvalue + gradient, D = {d}, K = {k}, C = {args.classes}, sets of "
         f"{args.min_size}-{args.max_size} vectors (median of {args.repeats}; fresh process each)\n"
     )
-    print("| T | N | compile s | s / evaluation | s per 1e6 vectors | peak RSS MB | T*D MB "
-          "| N*K MB | T*K MB (codes, never held) |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| T | N | compile s | s / evaluation | s per 1e6 vectors | XLA temp MB | peak RSS MB "
+          "| T*D MB | N*K MB | T*K MB (codes, never held) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['T']:,} | {r['N']:,} | {r['compile_s']:.2f} | {r['median_s']:.3f} "
-            f"| {1e6 * r['median_s'] / r['T']:.3f} | {r['peak_rss_mb']:,.0f} "
+            f"| {1e6 * r['median_s'] / r['T']:.3f} | {r['xla_temp_mb']:,.1f} "
+            f"| {r['peak_rss_mb']:,.0f} "
             f"| {r['T'] * d * floats:,.0f} | {r['N'] * k * floats:,.1f} "
             f"| {r['T'] * k * floats:,.0f} |"
         )
