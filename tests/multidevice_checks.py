@@ -68,8 +68,24 @@ def test_fit_on_4_devices_equals_one_device():
     np.testing.assert_allclose(p4, p1, atol=1e-3)
 
 
+def test_early_stopping_on_4_devices_picks_the_one_device_round():
+    sets = make_synthetic(num_sets=100, min_size=1, max_size=20, seed=0).sets
+    centres = kmeans_centres(np.asarray(sets.vectors), 2, 0, 1, 300)
+    settings = FitSettings(max_rounds=4)
+    kwargs = {"validation_fraction": 0.3}
+    one = fit_dpp(sets, centres, settings, jax.random.key(0), **kwargs)
+    four = fit_dpp(sets, centres, settings, jax.random.key(0), devices=4, **kwargs)
+    assert four.info["early_stopping"]["best_round"] == one.info["early_stopping"]["best_round"]
+    np.testing.assert_allclose(
+        four.info["early_stopping"]["validation_history"],
+        one.info["early_stopping"]["validation_history"],
+        rtol=1e-4,
+    )
+    np.testing.assert_allclose(four.history, one.history, rtol=2e-5)
+
+
 def test_cli_devices_key_gives_the_one_device_results(tmp_path):
-    common = ["verbose=false", "figures=[]", "compilation_cache=null", "baselines={}"]
+    common = ["verbose=false", "figures=[]", "compilation_cache=null"]
     one = run(_compose(common), output_dir=tmp_path / "one")["trials"][0]
     four = run(_compose([*common, "devices=4"]), output_dir=tmp_path / "four")["trials"][0]
     assert four["accuracy"] == one["accuracy"]

@@ -23,12 +23,12 @@ REPO = Path(__file__).resolve().parents[1]
 def test_four_device_fits_equal_one_device():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
          "tests/multidevice_checks.py"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "6 passed" in proc.stdout, proc.stdout[-2000:]
+    assert "7 passed" in proc.stdout, proc.stdout[-2000:]
 
 
 def _free_port() -> int:
