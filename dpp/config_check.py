@@ -123,6 +123,11 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
     for name in _get(cfg, "baselines") or {}:
         _method(cfg, f"baselines.{name}")
     opt = choice(cfg, "optimizer.name", OPTIMIZERS)
+    if opt == "adam" and _get(cfg, "devices") != 1:
+        raise ConfigError(
+            f"devices={_get(cfg, 'devices')} needs a full-batch optimizer; optimizer=adam "
+            "samples mini-batches on one device"
+        )
     int_at_least(cfg, "optimizer.theta_max_iter", 1)
     number(cfg, "optimizer.tol", low=0)
     int_at_least(cfg, "optimizer.memory_size", 1)

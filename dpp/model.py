@@ -253,7 +253,9 @@ def fit_dpp(
         devices: a number of devices, or ``"all"``: with more than one, the training sets are
             split across a device mesh (:mod:`dpp.sharding`; whole sets per device, parameters
             replicated) and the likelihood's sums become cross-device reductions. Same result
-            as one device up to the order of float additions. Not with mini-batch Adam.
+            as one device up to the order of float additions. Not with mini-batch Adam;
+            shared-pool sets run on one device (a warning). ``info["devices"]`` says how many
+            the fit used.
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
@@ -274,13 +276,19 @@ def fit_dpp(
         raise ValueError(f"validation_fraction must lie in [0, 1), got {validation_fraction}")
     if centres.ndim != 2 or centres.shape[1] != train.dim:
         raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
-    place = functools.partial(_bucketed, settings=settings)
-    if devices != 1:
-        mesh = device_mesh(devices)
-        if mesh.size > 1:
-            if isinstance(settings.prototype_solver, AdamSettings):
-                raise ValueError("devices > 1 needs a full-batch optimizer, not mini-batch adam")
-            place = functools.partial(shard_sets, mesh=mesh)
+    place, used_devices = functools.partial(_bucketed, settings=settings), 1
+    mesh = None if devices == 1 else device_mesh(devices)
+    if mesh is not None and mesh.size > 1:
+        if isinstance(settings.prototype_solver, AdamSettings):
+            raise ValueError("devices > 1 needs a full-batch optimizer, not mini-batch adam")
+        if train.members is None:
+            place, used_devices = functools.partial(shard_sets, mesh=mesh), mesh.size
+        else:
+            logger.warning(
+                "devices=%s: shared-pool sets (overlapping windows) cannot be split by set; "
+                "the fit runs on one device",
+                devices,
+            )
     normalizer = Normalizer.fit(np.asarray(train.vectors))
     train = normalizer.sets(train)
     centres = normalizer.vectors(centres)
@@ -352,6 +360,7 @@ def fit_dpp(
         "beta": float(beta) if beta.ndim == 0 else [float(b) for b in beta],
         "beta_ratio": float(np.max(beta) / beta_init),
         "saturated_fraction": saturated,
+        "devices": used_devices,
         "seconds": seconds,
         "steps": diag,
     }

@@ -96,3 +96,18 @@ def test_cli_devices_key_gives_the_one_device_results(tmp_path):
 def test_devices_beyond_the_machine_are_refused():
     with pytest.raises(ValueError, match="devices=5 but JAX sees 4"):
         device_mesh(5)
+
+
+def test_shared_pool_sets_fit_on_one_device_and_say_so(caplog):
+    rng = np.random.default_rng(0)
+    pool = rng.normal(size=(40, 3)).astype(np.float32)
+    members = np.concatenate([np.arange(i, i + 5) for i in range(0, 35, 3)])  # overlapping
+    set_ids = np.repeat(np.arange(12), 5)
+    labels = np.eye(2, dtype=np.float32)[np.arange(12) % 2]
+    from dpp.sets import RaggedSets
+
+    sets = RaggedSets.from_flat(pool, set_ids, labels, members=members)
+    centres = kmeans_centres(pool, 3, 0, 1, 50)
+    model = fit_dpp(sets, centres, FitSettings(max_rounds=2), jax.random.key(0), devices=4)
+    assert model.info["devices"] == 1
+    assert "cannot be split by set" in caplog.text

@@ -28,7 +28,7 @@ def test_four_device_fits_equal_one_device():
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "7 passed" in proc.stdout, proc.stdout[-2000:]
+    assert "8 passed" in proc.stdout, proc.stdout[-2000:]
 
 
 def _free_port() -> int:
@@ -93,3 +93,13 @@ def test_one_device_mesh_and_shared_pool_refusal():
         shard_sets(sets, mesh)
     with pytest.raises(ValueError, match="positive integer or 'all'"):
         device_mesh(0)
+
+
+def test_adam_with_several_devices_is_refused_before_the_run(tmp_path):
+    from test_experiment import _compose
+
+    from dpp.errors import ConfigError
+    from dpp.experiment import run
+
+    with pytest.raises(ConfigError, match="devices=2 needs a full-batch optimizer"):
+        run(_compose(["optimizer=adam", "devices=2"]), output_dir=tmp_path)
