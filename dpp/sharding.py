@@ -135,7 +135,11 @@ def split_points(sizes: np.ndarray, parts: int) -> np.ndarray:
 
 
 def _common_packing(parts: list[RaggedSets], block_size: int):
-    """One padded shape for every part: ``(N_p, B, blocks, S)`` and each part's packing."""
+    """One padded shape for every part: ``(N_p, T_p, packings)``.
+
+    ``N_p`` sets and ``T_p = blocks x B`` memberships per device, and each part's packing into
+    the common number of blocks, block length ``B`` and sets per block ``S``.
+    """
     n_p = max(sets_bucket(p.num_sets) for p in parts)
     largest = max(int(p.set_sizes().max()) for p in parts)
     total = max(p.num_memberships for p in parts)
@@ -187,19 +191,16 @@ def shard_sets(sets: RaggedSets, mesh: Mesh, block_size: int = 2048) -> ShardedS
     bounds = split_points(sets.set_sizes(), len(devices))
     parts = [sets.subset(np.arange(a, b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
     n_p, t_p, packings = _common_packing(parts, block_size)
-    local = [
-        dataclasses.replace(p.padded(n_p, t_p), packing=k)
-        for p, k in zip(parts, packings, strict=True)
-    ]
+    # only this process's parts are padded and placed (the shapes come from every part's sizes)
+    mine = [i for i, d in enumerate(devices) if d.process_index == jax.process_index()]
+    local = [dataclasses.replace(parts[i].padded(n_p, t_p), packing=packings[i]) for i in mine]
     sharding = NamedSharding(mesh, P(AXIS))
-    mine = {d.id for d in jax.local_devices()}
 
     def stack(*leaves):
         shape = (len(devices), *np.shape(leaves[0]))
         arrays = [
-            jax.device_put(np.asarray(leaf)[None], device)
-            for leaf, device in zip(leaves, devices, strict=True)
-            if device.id in mine
+            jax.device_put(np.asarray(leaf)[None], devices[i])
+            for leaf, i in zip(leaves, mine, strict=True)
         ]
         return jax.make_array_from_single_device_arrays(shape, sharding, arrays)
 
