@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
@@ -132,6 +133,8 @@ def plot_sweep(frame: pd.DataFrame, metric: str, path: Path) -> Path:
         if len(values) and x.notna().all():
             if (x > 0).all() and x.max() / x.min() >= 20:
                 ax.set_xscale("log")
+            elif (x == x.round()).all():  # K and other counts: integer ticks
+                ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
         else:  # categorical values at positions 0, 1, ...
             labels = list(dict.fromkeys(values.map(str)))
             x = values.map(str).map(labels.index)
