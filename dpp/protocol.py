@@ -219,7 +219,7 @@ def run_trial(
             **(validation if index == 0 else {}),
             **(
                 {"cv_score": max(l2_info["l2_cv_scores"])}
-                if kind == "dpp_cv" and "l2_cv_scores" in l2_info
+                if kind == "dpp_cv" and estimator.uses_centres  # this method ran the CV
                 else {}
             ),
             "num_train": train.num_sets,

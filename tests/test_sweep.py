@@ -145,3 +145,14 @@ def test_collect_names_the_folder_it_looked_in(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 2
     assert f"no Hydra jobs (*/.hydra/overrides.yaml) under {tmp_path}" in proc.stderr
+
+
+def test_cv_score_is_the_best_mean_cv_score_of_the_primary_method(tmp_path):
+    cfg = _compose(
+        [*SMALL, "l2_selection.kind=dpp_cv", "l2_selection.grid=[0.01,1.0]",
+         "l2_selection.folds=2", "validation.metric=cv_score"]
+    )  # fmt: skip
+    results = run(cfg, output_dir=tmp_path)
+    dpp_record = next(r for r in results["trials"] if r["method"] == "dpp")
+    assert dpp_record["cv_score"] == max(dpp_record["l2_cv_scores"])
+    assert results["validation"] == {"metric": "cv_score", "value": dpp_record["cv_score"]}
