@@ -97,22 +97,32 @@ def sets_bucket(n: int) -> int:
     return _power_of_two(max(int(n), MIN_BUCKET))
 
 
-def _pack(sizes: np.ndarray, num_sets: int, block_size: int, fixed_block: bool = False) -> Packing:
-    """Greedy packing of consecutive sets into blocks of at most ``B`` memberships.
+def block_length(largest: int, total: int, block_size: int) -> int:
+    """Memberships per packed block ``B``: ``max(block_size, bucket of the largest set)``.
 
-    ``B = max(block_size, bucket of the largest set)``, or the power of two above ``T`` when
-    everything fits in one block. The number of blocks and the sets per block are rounded up to
-    powers of two (padding blocks hold no set and are skipped at run time, so they cost nothing),
-    and the padded ``T`` is ``blocks x B``: the compiled shapes then change only when ``T``
-    doubles. A loop over blocks (not sets) on the host. With ``fixed_block`` (the devices of a
-    sharded fit share one shape) ``B = block_size``, which must hold the largest set.
+    When everything fits in one block, the power of two at or above ``total`` instead, so that
+    folds of similar sizes share it.
+
+    Args:
+        largest: vectors of the largest set.
+        total: vectors of all sets (``T``).
+        block_size: the preferred block length.
     """
-    total = int(sizes.sum())
-    block = max(block_size, bucket_size(int(sizes.max())))
-    if fixed_block:
-        block = block_size
-    elif total <= block:  # one block: a power of two, so folds of similar sizes share it
-        block = max(_power_of_two(total), MIN_BUCKET)
+    block = max(block_size, bucket_size(int(largest)))
+    return block if total > block else max(_power_of_two(total), MIN_BUCKET)
+
+
+def _pack(
+    sizes: np.ndarray, num_sets: int, block: int, min_blocks: int = 1, min_slots: int = 1
+) -> Packing:
+    """Greedy packing of consecutive sets into blocks of at most ``block`` memberships.
+
+    ``block`` (see :func:`block_length`) must hold the largest set. The number of blocks and
+    the sets per block are rounded up to powers of two, and at least to ``min_blocks`` and
+    ``min_slots`` (the devices of a sharded fit share one shape). Padding blocks hold no set and
+    are skipped at run time, so they cost nothing; the padded ``T`` is ``blocks x B``, and the
+    compiled shapes change only when ``T`` doubles. A loop over blocks (not sets) on the host.
+    """
     offsets = np.concatenate([[0], np.cumsum(sizes)])  # [N + 1]
     starts, firsts = [], []
     first = 0
@@ -122,16 +132,17 @@ def _pack(sizes: np.ndarray, num_sets: int, block_size: int, fixed_block: bool =
         # the sets whose end lies within B rows of the block's start
         first = int(np.searchsorted(offsets, offsets[first] + block, side="right")) - 1
     counts = np.diff(np.asarray(firsts + [sizes.size]))
-    pad = _power_of_two(len(starts)) - len(starts)
+    pad = max(_power_of_two(len(starts)), min_blocks) - len(starts)
     start = np.concatenate([starts, np.full(pad, offsets[-1])]).astype(np.int32)
     first_set = np.concatenate([firsts, np.full(pad, num_sets)]).astype(np.int32)
     set_count = np.concatenate([counts, np.zeros(pad)]).astype(np.int32)
+    slots = max(_power_of_two(max(int(counts.max()), MIN_BUCKET)), min_slots)
     return Packing(
         jnp.asarray(start),
         jnp.asarray(first_set),
         jnp.asarray(set_count),
         jnp.arange(block, dtype=jnp.int32),
-        jnp.arange(_power_of_two(max(int(counts.max()), MIN_BUCKET)), dtype=jnp.int32),
+        jnp.arange(slots, dtype=jnp.int32),
     )
 
 
@@ -550,7 +561,7 @@ class RaggedSets:
         num_sets = sets_bucket(self.num_sets)
         sizes = self.set_sizes()
         if self.members is None and sizes.max() <= MAX_PACKED_SET:
-            packing = _pack(sizes, num_sets, block_size)
+            packing = _pack(sizes, num_sets, block_length(sizes.max(), sizes.sum(), block_size))
             rows = packing.start.shape[0] * packing.rows.shape[0]
             return dataclasses.replace(self.padded(num_sets, rows), packing=packing)
         pool = None if self.members is None else bucket_size(self.vectors.shape[0], BUCKET_ALIGN)

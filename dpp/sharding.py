@@ -22,13 +22,12 @@ import logging
 import os
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from dpp.encoding import encode_soft, packed_log_likelihood
-from dpp.sets import MIN_BUCKET, Packing, RaggedSets, _pack, _power_of_two, sets_bucket
+from dpp.sets import RaggedSets, _pack, block_length, sets_bucket
 
 logger = logging.getLogger(__name__)
 
@@ -72,18 +71,19 @@ class ShardedSets:
         local: per-device :class:`~dpp.sets.RaggedSets`, every array with a leading device
             axis ``[P, ...]`` sharded along ``"sets"``; ``local.num_sets`` is the per-device
             padded ``N_p``.
-        mesh: the device mesh.
-        sets_per_device: ``[P]`` real sets on each device (host tuple, static), in order.
+        mesh: the device mesh (static: the same devices give the same compiled program, so
+            fits of equally padded shapes share one program whatever their split).
     """
 
     local: RaggedSets
     mesh: Mesh
-    sets_per_device: tuple[int, ...]
 
     @property
-    def num_sets(self) -> int:
-        """The padded number of sets ``P * N_p`` (rows of :attr:`labels` and :attr:`weights`)."""
-        return len(self.sets_per_device) * self.local.num_sets
+    def sets_per_device(self) -> tuple[int, ...]:
+        """Real sets on each device, in order (read back from the devices; single process)."""
+        n_p = self.local.num_sets
+        ids = np.asarray(self.local.set_ids)  # [P, T_p]; padding memberships carry id N_p
+        return tuple(int(np.unique(row[row < n_p]).size) for row in ids)
 
     @property
     def labels(self) -> jax.Array:
@@ -95,22 +95,8 @@ class ShardedSets:
         """``[P * N_p]`` set weights, device-major (padding rows 0)."""
         return self.local.weights.reshape(-1)
 
-    @property
-    def vectors(self) -> jax.Array:
-        """``[P, T_p, D]`` vectors (for the dtype and the dimension)."""
-        return self.local.vectors
 
-    def real_rows(self) -> np.ndarray:
-        """Host ``[N]`` indices of the real sets among the ``P * N_p`` rows, in original order."""
-        n_p = self.local.num_sets
-        return np.concatenate(
-            [d * n_p + np.arange(count) for d, count in enumerate(self.sets_per_device)]
-        )
-
-
-jax.tree_util.register_dataclass(
-    ShardedSets, data_fields=["local"], meta_fields=["mesh", "sets_per_device"]
-)
+jax.tree_util.register_dataclass(ShardedSets, data_fields=["local"], meta_fields=["mesh"])
 
 
 def split_points(sizes: np.ndarray, parts: int) -> np.ndarray:
@@ -137,31 +123,18 @@ def split_points(sizes: np.ndarray, parts: int) -> np.ndarray:
 def _common_packing(parts: list[RaggedSets], block_size: int):
     """One padded shape for every part: ``(N_p, T_p, packings)``.
 
-    ``N_p`` sets and ``T_p = blocks x B`` memberships per device, and each part's packing into
-    the common number of blocks, block length ``B`` and sets per block ``S``.
+    ``N_p`` sets and ``T_p = blocks x B`` memberships per device: every part is packed with the
+    same block length ``B`` and padded to the largest part's number of blocks and sets per block.
     """
     n_p = max(sets_bucket(p.num_sets) for p in parts)
-    largest = max(int(p.set_sizes().max()) for p in parts)
-    total = max(p.num_memberships for p in parts)
-    block = max(block_size, _power_of_two(largest))
-    if total <= block:
-        block = max(_power_of_two(total), MIN_BUCKET)
-    packings = [_pack(p.set_sizes(), n_p, block, fixed_block=True) for p in parts]
-    blocks = max(k.start.shape[0] for k in packings)
-    slots = max(k.slots.shape[0] for k in packings)
-    out = []
-    for part, k in zip(parts, packings, strict=True):
-        pad = blocks - k.start.shape[0]
-        out.append(
-            Packing(
-                jnp.concatenate([k.start, jnp.full(pad, part.num_memberships, jnp.int32)]),
-                jnp.concatenate([k.first_set, jnp.full(pad, n_p, jnp.int32)]),
-                jnp.concatenate([k.set_count, jnp.zeros(pad, jnp.int32)]),
-                jnp.arange(block, dtype=jnp.int32),
-                jnp.arange(slots, dtype=jnp.int32),
-            )
-        )
-    return n_p, blocks * block, out
+    sizes = [p.set_sizes() for p in parts]
+    largest = max(int(s.max()) for s in sizes)
+    block = block_length(largest, max(int(s.sum()) for s in sizes), block_size)
+    first = [_pack(s, n_p, block) for s in sizes]
+    blocks = max(k.start.shape[0] for k in first)
+    slots = max(k.slots.shape[0] for k in first)
+    packings = [_pack(s, n_p, block, min_blocks=blocks, min_slots=slots) for s in sizes]
+    return n_p, blocks * block, packings
 
 
 def shard_sets(sets: RaggedSets, mesh: Mesh, block_size: int = 2048) -> ShardedSets:
@@ -205,7 +178,7 @@ def shard_sets(sets: RaggedSets, mesh: Mesh, block_size: int = 2048) -> ShardedS
         return jax.make_array_from_single_device_arrays(shape, sharding, arrays)
 
     stacked = jax.tree.map(stack, *local)
-    return ShardedSets(stacked, mesh, tuple(p.num_sets for p in parts))
+    return ShardedSets(stacked, mesh)
 
 
 #: ``shard_map``'s varying-axis check is off: the encoders skip padding blocks with
@@ -219,11 +192,20 @@ def _squeeze(tree):
 
 
 def sharded_log_likelihood(params, sets: ShardedSets) -> jax.Array:
-    """``sum_n w_n L^n`` over all devices' sets: a ``psum`` of each device's one-pass sum.
+    """``sum_n w_n L^n`` (eqs. 5, 6, 17) over all devices' sets, reduced by ``psum``.
 
-    Differentiable (the ``psum`` transposes into the reduction of the replicated parameters'
-    gradients). Same value as :func:`dpp.encoding.packed_log_likelihood` on the unsharded sets,
-    up to the order of the float additions.
+    Each device adds its own sets by :func:`dpp.encoding.packed_log_likelihood`.
+    Differentiable: the gradients of eqs. (11)-(15) of the replicated parameters are reduced
+    across devices in the same way. Same value as on the unsharded sets, up to the order of
+    the float additions.
+
+    Args:
+        params: :class:`dpp.likelihood.Params` (``mu [K, D]``, ``log_beta [] or [K]``,
+            ``theta [K, C]``), replicated.
+        sets: the sharded sets (:func:`shard_sets`).
+
+    Returns:
+        Scalar weighted log-likelihood (nats), without the ridge or the prior, replicated.
     """
 
     def local(params, part):
@@ -236,7 +218,17 @@ def sharded_log_likelihood(params, sets: ShardedSets) -> jax.Array:
 
 
 def sharded_codes(sets: ShardedSets, mu, log_beta) -> jax.Array:
-    """``[P * N_p, K]`` codes (eq. 2 over eq. 3), each device encoding its own sets."""
+    """``[P * N_p, K]`` set representations ``z`` (eq. 2 over eq. 3), each device its own sets.
+
+    Args:
+        sets: the sharded sets (:func:`shard_sets`).
+        mu: ``[K, D]`` prototypes, replicated.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature, replicated.
+
+    Returns:
+        ``[P * N_p, K]`` codes sharded by set, device-major; padding rows are 0 (rows of
+        :attr:`ShardedSets.labels` and :attr:`ShardedSets.weights`).
+    """
 
     def local(mu, log_beta, part):
         return encode_soft(_squeeze(part), mu, log_beta)[None]

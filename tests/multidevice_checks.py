@@ -111,3 +111,20 @@ def test_shared_pool_sets_fit_on_one_device_and_say_so(caplog):
     model = fit_dpp(sets, centres, FitSettings(max_rounds=2), jax.random.key(0), devices=4)
     assert model.info["devices"] == 1
     assert "cannot be split by set" in caplog.text
+
+
+def test_another_split_of_the_same_padded_shape_reuses_the_compiled_program():
+    from dpp.compilation import CompileCounter
+
+    sets = make_generated(num_sets=80, dim=3, max_size=10, seed=5).sets
+    mesh = device_mesh(4)
+    first = shard_sets(sets.subset(np.arange(40)), mesh)
+    second = shard_sets(sets.subset(np.arange(40, 80)), mesh)
+    assert jax.tree.map(jnp.shape, first) == jax.tree.map(jnp.shape, second)
+    mu = jnp.asarray(kmeans_centres(np.asarray(sets.vectors), 4, 0, 1, 50), jnp.float32)
+    params = Params(mu, jnp.asarray(0.0, jnp.float32), jnp.zeros((4, 2), jnp.float32))
+    value_and_grad = jax.jit(jax.value_and_grad(lambda p, s: objective(p, s, 0.1)))
+    jax.block_until_ready(value_and_grad(params, first))
+    with CompileCounter() as counter:
+        jax.block_until_ready(value_and_grad(params, second))
+    assert counter.compiles == 0, counter.names

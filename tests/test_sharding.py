@@ -28,7 +28,7 @@ def test_four_device_fits_equal_one_device():
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "8 passed" in proc.stdout, proc.stdout[-2000:]
+    assert "9 passed" in proc.stdout, proc.stdout[-2000:]
 
 
 def _free_port() -> int:
