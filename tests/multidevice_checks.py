@@ -85,9 +85,14 @@ def test_early_stopping_on_4_devices_picks_the_one_device_round():
 
 
 def test_cli_devices_key_gives_the_one_device_results(tmp_path):
-    common = ["verbose=false", "figures=[]", "compilation_cache=null"]
-    one = run(_compose(common), output_dir=tmp_path / "one")["trials"][0]
-    four = run(_compose([*common, "devices=4"]), output_dir=tmp_path / "four")["trials"][0]
+    """With the CLI defaults (verbose round clock and log on, figures): was an ordered-effect
+    error on more than one device."""
+    one = run(_compose([]), output_dir=tmp_path / "one")["trials"][0]
+    four = run(_compose(["devices=4"]), output_dir=tmp_path / "four")["trials"][0]
+    assert four["info"]["devices"] == 4
+    seconds = four["info"]["steps"]["seconds"]  # the round clock ticked once per round
+    assert len(seconds) == four["info"]["rounds"] + 1 and all(s > 0 for s in seconds[1:])
+    assert (tmp_path / "four" / "figure1.png").is_file()
     assert four["accuracy"] == one["accuracy"]
     assert four["test_log_likelihood"] == pytest.approx(one["test_log_likelihood"], abs=1e-4)
     assert four["final_objective"] == pytest.approx(one["final_objective"], rel=2e-5)

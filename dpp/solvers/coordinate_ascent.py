@@ -559,7 +559,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             jax.debug.callback(
                 _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
             )
-            jax.debug.callback(_tick, round_, ordered=True)
+            jax.debug.callback(_tick, round_)  # unordered: ordered effects refuse meshes
         return _RoundState(
             params,
             value,
