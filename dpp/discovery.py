@@ -18,6 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from dpp.plots import save_figure  # noqa: E402
+
 
 def prototype_associations(theta: np.ndarray) -> np.ndarray:
     """``[K, C]`` class distribution predicted at each vertex ``e_k``: ``softmax(theta_k)``."""
@@ -95,5 +97,4 @@ def write_prototype_report(
         fig.colorbar(image, ax=ax, fraction=0.05)
     axes[0].set_ylabel("prototype (usage)")
     fig.tight_layout()
-    fig.savefig(out_dir / "prototypes.png", dpi=120)
-    plt.close(fig)
+    save_figure(fig, out_dir / "prototypes.png")

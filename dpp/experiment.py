@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 import dpp.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
-from dpp import discovery, plots
+from dpp import discovery, plots, run_folder
 from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
@@ -35,7 +35,7 @@ from dpp.estimators import Affine
 from dpp.experiment_settings import method_configs, trial_settings
 from dpp.model import CLEAN_STATUSES
 from dpp.protocol import Trial, run_trial
-from dpp.reporting import Heartbeat, load_results, process_identity, write_results
+from dpp.reporting import Heartbeat, process_identity, write_results
 from dpp.sharding import initialize_distributed
 from dpp.tables import REPORTS
 
@@ -104,6 +104,12 @@ def _partition_map(out_dir, trial: Trial, dataset: Dataset):
 
 #: Figures and reports drawn from the first trial's models.
 TRIAL_FIGURES = {"figure1": _figure1, "prototypes": _prototypes, "partition_map": _partition_map}
+#: The file each trial figure writes last (written atomically: present means complete).
+TRIAL_FIGURE_FILES = {
+    "figure1": "figure1.png",
+    "prototypes": "prototypes.png",
+    "partition_map": "partition_map.png",
+}
 #: Methods a trial figure needs; a figure whose methods are not in the run is skipped (noted).
 TRIAL_FIGURE_NEEDS = {"figure1": ("dpp", "standard"), "prototypes": ("dpp",)}
 RUN_FIGURES = {
@@ -200,62 +206,9 @@ def _signals_interrupt():
             signal.signal(sig, old)
 
 
-#: Config keys that may differ between a run and its resumption.
-RESUMABLE_KEYS = ("resume", "trials", "verbose")
-
-
-def _resume_records(out: Path, cfg: DictConfig, methods) -> list[dict]:
-    """Records of the fully finished trials of an earlier run in ``out`` (``resume=true``).
-
-    Raises:
-        ConfigError: ``out`` holds a run and ``resume`` is false (a run never silently
-            overwrites another), or the earlier run's config differs in keys other than
-            :data:`RESUMABLE_KEYS`.
-    """
-    if not (out / "results.json").is_file():
-        return []
-    previous = load_results(out)
-    if not cfg.resume:
-        raise ConfigError(
-            f"{out} already holds the results of a run (status {previous.get('status')!r}); "
-            "pass resume=true to continue it, or choose another output directory "
-            "(hydra.run.dir=...)"
-        )
-    saved = out / "config_resolved.yaml"
-    if saved.is_file():
-        old = _flatten(OmegaConf.to_container(OmegaConf.load(saved), resolve=False))
-        new = _flatten(OmegaConf.to_container(cfg, resolve=True))
-        changed = sorted(
-            k for k in set(old) | set(new) if k not in RESUMABLE_KEYS and old.get(k) != new.get(k)
-        )
-        if changed:
-            raise ConfigError(
-                f"resume=true but the config differs from the run in {out} in: {', '.join(changed)}"
-            )
-    by_trial: dict[int, list[dict]] = {}
-    for record in previous.get("trials", []):
-        by_trial.setdefault(record["trial"], []).append(record)
-    return [
-        r
-        for t, rows in sorted(by_trial.items())
-        if t < cfg.trials and {r["method"] for r in rows} == set(methods)
-        for r in rows
-    ]
-
-
-def _flatten(tree: dict, prefix: str = "") -> dict:
-    """``{"a.b": value}`` for the leaves of a nested dict (lists are leaves)."""
-    out = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
-
-
-def _trial_figures(cfg: DictConfig, methods) -> tuple[list[str], dict[str, str]]:
+def _trial_figures(
+    cfg: DictConfig, methods, quiet: bool = False
+) -> tuple[list[str], dict[str, str]]:
     """The trial figures this run can draw, and the skipped ones with the reason."""
     names, skipped = [], {}
     for name in cfg.figures:
@@ -269,7 +222,8 @@ def _trial_figures(cfg: DictConfig, methods) -> tuple[list[str], dict[str, str]]
         else:
             names.append(name)
             continue
-        logger.info("figure %s skipped: %s", name, skipped[name])
+        if not quiet:
+            logger.info("figure %s skipped: %s", name, skipped[name])
     return names, skipped
 
 
@@ -300,6 +254,46 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
     return paths
 
 
+def _check_devices(devices) -> None:
+    """Refuses ``devices`` beyond what JAX sees, before any data is read.
+
+    Raises:
+        ConfigError: naming the count and the devices JAX sees.
+    """
+    if devices == "all" or int(devices) <= jax.device_count():
+        return
+    platform = jax.devices()[0].platform
+    raise ConfigError(
+        f"devices={devices} but JAX sees {jax.device_count()} {platform} device(s); use "
+        "devices=all, or start more (GPUs, or XLA_FLAGS=--xla_force_host_platform_device_count"
+        "=N on CPU)"
+    )
+
+
+def _kept_records(out: Path, cfg: DictConfig, methods, previous: dict | None) -> list[dict]:
+    """Records of the earlier run's fully finished trials (every method), in trial order.
+
+    Trial 0 counts as finished only once its models and figures are on disk (they are written
+    after its records); otherwise it is fitted again, with the same seed and the same numbers.
+    """
+    if previous is None:
+        return []
+    by_trial: dict[int, list[dict]] = {}
+    for record in previous.get("trials", []):
+        by_trial.setdefault(record["trial"], []).append(record)
+    figures, _ = _trial_figures(cfg, methods, quiet=True)
+    trial0_files = [out / "models" / f"{m}.npz" for m in methods]
+    trial0_files += [out / TRIAL_FIGURE_FILES[name] for name in figures]
+    kept = []
+    for trial, rows in sorted(by_trial.items()):
+        if trial >= cfg.trials or {r["method"] for r in rows} != set(methods):
+            continue
+        if trial == 0 and not all(path.is_file() for path in trial0_files):
+            continue
+        kept += rows
+    return kept
+
+
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     """Runs an experiment described by a composed config and writes its outputs.
 
@@ -327,17 +321,26 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         ValueError, FileNotFoundError: for bad data; ``status = "failed"``.
     """
     check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
+    launch = run_folder.Launch.current()
+    run_folder.check_overrides(launch)
     distributed = initialize_distributed(**cfg.distributed)  # before JAX starts its backends
-    enable_persistent_cache(cfg.get("compilation_cache"))
-    settings = trial_settings(cfg)
-    methods = method_configs(cfg)
+    _check_devices(cfg.devices)
     out = _output_dir(output_dir)
     if distributed and jax.process_index() > 0:  # every process fits; process 0 owns the folder
         out = out / f"process{jax.process_index()}"
         out.mkdir(exist_ok=True)
-    records = _resume_records(out, cfg, methods)
+    accepted = run_folder.accept(out, cfg, launch)  # refuses before anything is written
+    cfg = accepted.cfg
+    if accepted.resumed:
+        check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
+    enable_persistent_cache(cfg.get("compilation_cache"))
+    settings = trial_settings(cfg)
+    methods = method_configs(cfg)
+    records = _kept_records(out, cfg, methods, accepted.previous)
     done_trials = sorted({r["trial"] for r in records})
-    (out / "config_resolved.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    run_folder.record(out, accepted, launch)
+    for note in accepted.notes:
+        logger.info("resuming %s: %s", out, note)
     trial_figures, skipped_figures = _trial_figures(cfg, methods)
     start = time.perf_counter()
     header = {

@@ -20,8 +20,8 @@ with a message that says which.
 
 from __future__ import annotations
 
+import inspect
 import json
-import zipfile
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -96,74 +96,231 @@ def save(estimator, path) -> Path:
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as f:
+    tmp = path.with_name(f".{path.name}.tmp")  # renamed over ``path``: never half-written
+    with open(tmp, "wb") as f:
         np.savez(f, header=np.asarray(json.dumps(header)), **arrays)
+    tmp.replace(path)
     return path
+
+
+def _bad(path: Path, field: str, problem: str) -> ModelFileError:
+    return ModelFileError(f"{path}: {field} {problem}".rstrip())
+
+
+def _read(path: Path) -> tuple[dict, dict]:
+    """The arrays and the JSON header of a model file, or :class:`ModelFileError`."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            if not hasattr(data, "files"):
+                raise ModelFileError(f"{path} is not a dpp model file (a bare array, not .npz)")
+            arrays = {name: data[name] for name in data.files}
+    except ModelFileError:
+        raise
+    except ValueError as err:
+        if "allow_pickle" in str(err):  # an object array: pickled Python objects
+            raise ModelFileError(
+                f"{path} is not a dpp model file: it holds pickled Python objects, which dpp "
+                "never writes and never loads"
+            ) from None
+        raise ModelFileError(f"{path} is not a readable dpp model file ({err})") from None
+    except Exception as err:  # zip, CRC and NumPy format errors of a truncated or damaged file
+        raise ModelFileError(
+            f"{path} is not a readable dpp model file ({type(err).__name__}: {err})"
+        ) from None
+    if "header" not in arrays:
+        raise ModelFileError(f"{path} is not a dpp model file (no header)")
+    raw = arrays.pop("header")
+    if raw.shape != () or raw.dtype.kind != "U":
+        raise _bad(path, "header", f"must be a JSON text, got a {raw.dtype} array {raw.shape}")
+    try:
+        header = json.loads(str(raw))
+    except json.JSONDecodeError as err:
+        raise ModelFileError(f"{path}: the header is not valid JSON ({err})") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        found = header.get("format") if isinstance(header, dict) else type(header).__name__
+        raise ModelFileError(f"{path} is not a dpp model file (format {found!r})")
+    return header, arrays
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_header(path: Path, header: dict):
+    """The estimator class and its parameters, every header field checked.
+
+    Parameters are checked by the estimator's own ``check_params`` (the rules of its
+    constructor), after refusing names the constructor does not take.
+    """
+    from dpp.estimators import ESTIMATORS
+
+    file_version = header.get("format_version")
+    if not _int(file_version) or not 1 <= file_version <= FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path} has model format version {file_version}, newer than the version "
+            f"{FORMAT_VERSION} this dpp ({_dpp_version()}) reads; it was written by dpp "
+            f"{header.get('dpp_version')}: upgrade dpp to load it"
+            if _int(file_version) and file_version > FORMAT_VERSION
+            else f"{path}: format_version must be an integer in 1..{FORMAT_VERSION}, got "
+            f"{file_version!r}"
+        )
+    cls = ESTIMATORS.get(header.get("method")) if isinstance(header.get("method"), str) else None
+    if cls is None or cls.__name__ != header.get("estimator"):
+        raise _bad(
+            path,
+            "estimator",
+            f"{header.get('estimator')!r} with method {header.get('method')!r} is not a dpp "
+            f"estimator (known: {', '.join(c.__name__ for c in ESTIMATORS.values())})",
+        )
+    params = header.get("params")
+    if not isinstance(params, dict):
+        raise _bad(path, "params", f"must be a JSON object, got {type(params).__name__}")
+    accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        raise _bad(path, f"params.{unknown[0]}", f"is not a parameter of {cls.__name__}")
+    try:
+        estimator = cls(**params)
+        estimator.check_params()
+    except ValueError as err:
+        raise _bad(path, f"params.{err}", "") from None
+    except Exception as err:  # a value of a type the rules do not expect
+        raise _bad(path, "params", f"are invalid ({type(err).__name__}: {err})") from None
+    classes = header.get("classes")
+    if (
+        not isinstance(classes, list)
+        or len(classes) < 2
+        or not all(isinstance(c, str | int | float) and not isinstance(c, bool) for c in classes)
+        or len({(type(c), c) for c in classes}) != len(classes)
+    ):
+        raise _bad(path, "classes", f"must list 2 or more distinct labels, got {classes!r}")
+    if header.get("classes_dtype") not in (None, "U", "S", "O", "i", "u", "f", "b"):
+        found = header.get("classes_dtype")
+        raise _bad(path, "classes_dtype", f"must be a NumPy dtype kind, got {found!r}")
+    if not _int(header.get("n_features_in")) or header["n_features_in"] < 1:
+        found = header.get("n_features_in")
+        raise _bad(path, "n_features_in", f"must be a positive integer, got {found!r}")
+    info = header.get("info")
+    if not isinstance(info, dict):
+        raise _bad(path, "info", f"must be a JSON object, got {type(info).__name__}")
+    if "rounds" in info and (not _int(info["rounds"]) or info["rounds"] < 0):
+        raise _bad(path, "info.rounds", f"must be an integer >= 0, got {info['rounds']!r}")
+    if "status" in info and not isinstance(info["status"], str | None):
+        raise _bad(path, "info.status", f"must be text, got {info['status']!r}")
+    listed = header.get("arrays")
+    if not isinstance(listed, list) or not all(isinstance(a, str) for a in listed):
+        raise _bad(path, "arrays", f"must list the array names, got {listed!r}")
+    return cls, estimator
+
+
+def _check_arrays(path: Path, header: dict, arrays: dict, estimator) -> None:
+    """Every array: listed in the header, float, finite, and of shapes that agree."""
+    listed = set(header["arrays"])
+    required = {"mu", "theta", "history", "normalizer_scale"}
+    required |= {"log_beta"} if header["method"] == "dpp" else set()
+    missing = sorted((listed | required) - set(arrays))
+    if missing:
+        raise ModelFileError(f"{path} is damaged: missing array(s) {', '.join(missing)}")
+    known = required | {"log_beta", "normalizer_shift", "preprocess_shift", "preprocess_matrix",
+                        "param_init"}  # fmt: skip
+    extra = sorted(set(arrays) - listed - {"header"})
+    if extra or not listed <= known:
+        raise _bad(path, "arrays", f"{sorted(listed)} do not match the file's {sorted(arrays)}")
+    for name, value in arrays.items():
+        if value.dtype.kind != "f":
+            raise _bad(path, f"array {name}", f"must hold floats, got dtype {value.dtype}")
+        if not np.all(np.isfinite(value)):
+            raise _bad(path, f"array {name}", "holds NaN or infinite values")
+    k, classes, dim = estimator.n_prototypes, len(header["classes"]), header["n_features_in"]
+    preprocessed = bool(estimator.standardize) or estimator.pca_components is not None
+    if preprocessed != ("preprocess_matrix" in arrays):
+        state = "has no" if preprocessed else "has"
+        raise _bad(
+            path, "params.standardize",
+            f"= {estimator.standardize} and pca_components = {estimator.pca_components}, but "
+            f"the file {state} preprocessing arrays",
+        )  # fmt: skip
+    if "preprocess_matrix" in arrays or "preprocess_shift" in arrays:
+        matrix = arrays.get("preprocess_matrix")
+        if matrix is None or "preprocess_shift" not in arrays:
+            raise _bad(path, "arrays", "preprocess_shift and preprocess_matrix come together")
+        if matrix.ndim != 2 or matrix.shape[0] != dim or arrays["preprocess_shift"].shape != (dim,):
+            raise _bad(
+                path, "array preprocess_matrix",
+                f"{matrix.shape} and preprocess_shift {arrays['preprocess_shift'].shape} must be "
+                f"[D, D'] and [D] with D = n_features_in = {dim}",
+            )  # fmt: skip
+        dim = matrix.shape[1]
+    if estimator.pca_components not in (None, dim):
+        raise _bad(
+            path, "array preprocess_matrix",
+            f"projects on {dim} components, not pca_components = {estimator.pca_components}",
+        )  # fmt: skip
+    shapes = {
+        "mu": (k, dim),
+        "theta": (k, classes),
+        "normalizer_scale": (),
+        "normalizer_shift": (dim,),
+        "param_init": (k, dim),
+    }
+    if header["method"] == "dpp":
+        shapes["log_beta"] = (k,) if estimator.per_prototype_beta else ()
+    for name, shape in shapes.items():
+        if name in arrays and arrays[name].shape != shape:
+            raise _bad(
+                path, f"array {name}",
+                f"has shape {arrays[name].shape}; n_prototypes = {k}, {classes} classes and "
+                f"{dim} features (after preprocessing) need {shape}",
+            )  # fmt: skip
+    if arrays["history"].ndim != 1:
+        raise _bad(path, "array history", f"must be [rounds], got {arrays['history'].shape}")
+    if not float(arrays["normalizer_scale"]) > 0:
+        raise _bad(path, "array normalizer_scale", "must be > 0")
+    if "param_init" not in arrays and estimator.init not in ("k-means", None):
+        raise _bad(path, "params.init", f"must be 'k-means' here, got {estimator.init!r}")
 
 
 def load(path):
     """Reads an estimator written by :func:`save` (or ``clf.save``).
+
+    One check covers the whole file before anything is built: every header field by the rules
+    the constructors use (unknown parameter names refused), every array for dtype, finiteness
+    and shapes that agree with each other and with the header.
 
     Returns:
         The fitted estimator; its ``predict_proba`` equals the saved one's.
 
     Raises:
         FileNotFoundError: no file at ``path``.
-        ModelFileError: not a dpp model file, a damaged file (naming what is missing or
-            unreadable), or a format version newer than this dpp reads.
+        ModelFileError: anything else wrong with the file (not a dpp model, damaged, a newer
+            format version, a field or array that breaks a rule), naming the file and the
+            field.
     """
-    from dpp.estimators import ESTIMATORS, Affine
+    from dpp.estimators import Affine
 
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no model file at {path}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: data[name] for name in data.files}
-    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as err:
-        raise ModelFileError(f"{path} is not a readable dpp model file ({err})") from None
-    if "header" not in arrays:
-        raise ModelFileError(f"{path} is not a dpp model file (no header)")
-    try:
-        header = json.loads(str(arrays["header"]))
-    except json.JSONDecodeError as err:
-        raise ModelFileError(f"{path}: the header is not valid JSON ({err})") from None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise ModelFileError(f"{path} is not a dpp model file (format {header.get('format')!r})")
-    file_version = header.get("format_version")
-    if not isinstance(file_version, int) or file_version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path} has model format version {file_version}, newer than the version "
-            f"{FORMAT_VERSION} this dpp ({_dpp_version()}) reads; it was written by dpp "
-            f"{header.get('dpp_version')}: upgrade dpp to load it"
-        )
-    missing = [a for a in header.get("arrays", []) if a not in arrays]
-    missing += [a for a in ("mu", "theta", "history", "normalizer_scale") if a not in arrays]
-    if missing:
-        raise ModelFileError(f"{path} is damaged: missing array(s) {', '.join(sorted(missing))}")
-    cls = ESTIMATORS.get(header.get("method"))
-    if cls is None or cls.__name__ != header.get("estimator"):
-        raise ModelFileError(f"{path}: unknown estimator {header.get('estimator')!r}")
-    params = dict(header["params"])
+    header, arrays = _read(path)
+    cls, estimator = _check_header(path, header)
+    _check_arrays(path, header, arrays, estimator)
     if "param_init" in arrays:
-        params["init"] = arrays["param_init"]
-    estimator = cls(**params)
+        estimator.set_params(init=arrays["param_init"])
     normalizer = Normalizer(
         shift=arrays.get("normalizer_shift"), scale=float(arrays["normalizer_scale"])
     )
-    mu = jnp.asarray(arrays["mu"])
     log_beta = jnp.asarray(arrays["log_beta"]) if "log_beta" in arrays else None
-    theta = jnp.asarray(arrays["theta"])
     classes = np.asarray(header["classes"])
     if header.get("classes_dtype") in ("U", "S", "O"):
         classes = classes.astype(str)
-    if theta.shape[1] != classes.size or mu.shape[0] != theta.shape[0]:
-        raise ModelFileError(
-            f"{path} is damaged: theta {theta.shape}, mu {mu.shape} and {classes.size} classes "
-            "do not agree"
-        )
     model = FittedModel(
-        header["method"], mu, log_beta, theta, arrays["history"], header["info"], normalizer
+        header["method"],
+        jnp.asarray(arrays["mu"]),
+        log_beta,
+        jnp.asarray(arrays["theta"]),
+        arrays["history"],
+        header["info"],
+        normalizer,
     )
     estimator.classes_ = classes
     estimator.n_features_in_ = int(header["n_features_in"])

@@ -17,6 +17,20 @@ from dpp.model import FittedModel  # noqa: E402
 from dpp.reporting import summarize  # noqa: E402
 from dpp.sets import RaggedSets  # noqa: E402
 
+
+def save_figure(fig, path: Path, dpi: int = 120) -> Path:
+    """Writes ``fig`` to ``path`` atomically (a temporary file renamed over it), then closes it.
+
+    A run killed while drawing never leaves a half-written PNG that looks finished.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip(".") or "png")
+    tmp.replace(path)
+    plt.close(fig)
+    return path
+
+
 _COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 
@@ -92,9 +106,7 @@ def figure1(
         f"training sets ({train.num_sets}), the sets both models were fitted on", fontsize=10
     )
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)
 
 
 def metric_dots(
@@ -126,9 +138,7 @@ def metric_dots(
         ValueError: if no record holds ``metric``.
     """
     fig = metric_dots_figure(records, metric, title, ylabel, scale)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)
 
 
 def metric_dots_figure(records, metric: str, title: str, ylabel: str, scale: float = 1.0):
@@ -222,9 +232,7 @@ def objective_histories(records: Sequence[dict], path: Path) -> Path:
     if ax.lines:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)
 
 
 def partition_map(
@@ -280,6 +288,4 @@ def partition_map(
     ax.set_title(f"spatially disjoint partition: {block_size} x {block_size} blocks")
     ax.set_axis_off()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)

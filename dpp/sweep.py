@@ -20,6 +20,7 @@ import matplotlib.ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
+from dpp.plots import save_figure  # noqa: E402
 from dpp.reporting import load_results, run_state, summarize  # noqa: E402
 
 #: Per-method metrics of a job's row (means over its trials), where the records have them.
@@ -151,9 +152,7 @@ def plot_sweep(frame: pd.DataFrame, metric: str, path: Path) -> Path:
     title = f"{len(done)} jobs" + (f" ({failed} not complete, not shown)" if failed else "")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return Path(path)
+    return save_figure(fig, path)
 
 
 def write_sweep(multirun_dir: str | Path, out_dir: str | Path | None = None) -> dict[str, Path]:

@@ -1,0 +1,207 @@
+"""Issue 20, item 4: a model file is loaded whole or refused as ``ModelFileError``.
+
+Named regressions from the issue, then a fuzz test: random truncations, byte flips, header edits
+and array swaps never raise anything but ``ModelFileError``, and a file that loads predicts
+finite probabilities.
+"""
+
+import io
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import dpp
+from dpp.errors import ModelFileError
+
+# one K = 3 soft encoder with standardisation and PCA, one hard encoder with string classes
+_RNG = np.random.default_rng(7)
+X = [_RNG.normal(size=(_RNG.integers(2, 8), 4)) + (i % 3) for i in range(36)]
+Y = np.asarray(["a", "b", "c"])[np.arange(36) % 3]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("models")
+    dpp_model = dpp.DPPClassifier(
+        n_prototypes=3, standardize=True, pca_components=3, max_rounds=2, per_prototype_beta=True
+    ).fit(X, np.arange(36) % 3)
+    standard = dpp.StandardPrototypeClassifier(n_prototypes=4).fit(X, Y)
+    paths = {"dpp": folder / "dpp.npz", "standard": folder / "standard.npz"}
+    dpp_model.save(paths["dpp"])
+    standard.save(paths["standard"])
+    return {name: path.read_bytes() for name, path in paths.items()}
+
+
+def _members(data: bytes) -> dict:
+    with np.load(io.BytesIO(data), allow_pickle=False) as npz:
+        return {name: npz[name] for name in npz.files}
+
+
+def _rewrite(path, members: dict, header=None) -> None:
+    members = dict(members)
+    if header is not None:
+        members["header"] = np.asarray(json.dumps(header))
+    with open(path, "wb") as f:
+        np.savez(f, **members)
+
+
+def _header(members: dict) -> dict:
+    return json.loads(str(members["header"]))
+
+
+def _loads_or_refuses(path) -> None:
+    """The contract: ModelFileError, or an estimator whose predictions are finite."""
+    try:
+        estimator = dpp.load(path)
+    except ModelFileError as err:
+        assert str(path) in str(err)
+        return
+    proba = estimator.predict_proba(X[:5])
+    assert proba.shape == (5, len(estimator.classes_)) and np.all(np.isfinite(proba))
+
+
+# ------------------------------------------------------------------ the issue's cases
+def _edit(header, key, value):
+    header = json.loads(json.dumps(header))
+    node = header
+    *parents, leaf = key.split(".")
+    for part in parents:
+        node = node[part]
+    node[leaf] = value
+    return header
+
+
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("params.evil", 1, "params.evil is not a parameter of DPPClassifier"),
+        ("params.n_prototypes", -5, "params.n_prototypes must be a positive integer"),
+        ("params.n_prototypes", 10**15, "array mu has shape (3, 3); n_prototypes = 1000000000"),
+        ("params.l2", "lots", "params.l2 must be a finite number"),
+        ("classes", ["a"], "classes must list 2 or more distinct labels"),
+        ("n_features_in", 0, "n_features_in must be a positive integer"),
+        ("info", [], "info must be a JSON object"),
+        ("method", "magic", "estimator 'DPPClassifier' with method 'magic' is not a dpp"),
+        ("format_version", 99, "format version 99, newer than"),
+    ],
+)
+def test_header_fields_are_checked_by_the_constructors_rules(files, tmp_path, key, value, message):
+    members = _members(files["dpp"])
+    path = tmp_path / "edited.npz"
+    _rewrite(path, members, _edit(_header(members), key, value))
+    with pytest.raises(ModelFileError) as err:
+        dpp.load(path)
+    assert message in str(err.value) and str(path) in str(err.value)
+
+
+def test_a_header_that_is_a_list_is_refused(files, tmp_path):
+    path = tmp_path / "list.npz"
+    _rewrite(path, _members(files["dpp"]), [1, 2, 3])
+    with pytest.raises(ModelFileError, match="not a dpp model file"):
+        dpp.load(path)
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("mu", np.full((3, 3), np.nan), "array mu holds NaN or infinite values"),
+        ("mu", np.zeros((2, 3)), "array mu has shape (2, 3)"),
+        ("theta", np.zeros((3, 4)), "array theta has shape (3, 4)"),
+        ("log_beta", np.zeros(()), "array log_beta has shape ()"),  # per-prototype beta
+        ("normalizer_scale", np.asarray(-1.0), "normalizer_scale must be > 0"),
+        ("preprocess_shift", np.zeros(4, np.int64), "must hold floats"),
+    ],
+)
+def test_arrays_are_checked_against_each_other(files, tmp_path, name, value, message):
+    members = _members(files["dpp"])
+    members[name] = value
+    path = tmp_path / "arrays.npz"
+    _rewrite(path, members)
+    with pytest.raises(ModelFileError) as err:
+        dpp.load(path)
+    assert message in str(err.value)
+
+
+def test_a_pickle_is_refused_without_numpys_hint(tmp_path):
+    path = tmp_path / "pickled.npz"
+    np.savez(path, header=np.asarray([{"format": "dpp-model"}], dtype=object))
+    with pytest.raises(ModelFileError, match="pickled Python objects") as err:
+        dpp.load(path)
+    assert "allow_pickle" not in str(err.value)
+
+
+# ------------------------------------------------------------------ fuzz
+_VALUES = [None, -5, 0, 1, 2.5, 1e300, "x", "", [], [1, "a"], {}, {"a": 1}, True, float("nan")]
+
+
+def _fuzzed(rng, name: str, data: bytes, kind: str):
+    """Bytes of one damaged variant of a saved model file."""
+    if kind == "truncate":
+        return data[: int(rng.integers(0, len(data)))]
+    if kind == "flip":
+        damaged = bytearray(data)
+        for pos in rng.integers(0, len(data), size=int(rng.integers(1, 4))):
+            damaged[pos] ^= int(rng.integers(1, 256))
+        return bytes(damaged)
+    members = _members(data)
+    header = _header(members)
+    if kind == "header":
+        section = rng.choice(["top", "params", "info"])
+        node = header if section == "top" else header[section]
+        key = str(rng.choice([*node.keys(), "extra"]))
+        if rng.random() < 0.2:
+            node.pop(key, None)
+        else:
+            node[key] = _VALUES[int(rng.integers(len(_VALUES)))]
+    else:  # "arrays": swap two, drop one, or change a dtype or shape
+        names = sorted(members.keys() - {"header"})
+        a, b = rng.choice(names, size=2, replace=False)
+        action = rng.integers(4)
+        if action == 0:
+            members[a], members[b] = members[b], members[a]
+        elif action == 1:
+            del members[a]
+        elif action == 2:
+            members[a] = members[a].astype(np.int32)
+        else:
+            members[a] = np.zeros(members[a].shape + (2,))
+    buffer = io.BytesIO()
+    np.savez(buffer, **{k: v for k, v in members.items() if k != "header"},
+             header=np.asarray(json.dumps(header)))  # fmt: skip
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["truncate", "flip", "header", "arrays"])
+def test_fuzzed_model_files_load_whole_or_raise_model_file_error(files, tmp_path, kind):
+    rng = np.random.default_rng(["truncate", "flip", "header", "arrays"].index(kind))
+    refused = 0
+    for i in range(60):
+        name = ("dpp", "standard")[i % 2]
+        path = tmp_path / f"{kind}{i}.npz"
+        path.write_bytes(_fuzzed(rng, name, files[name], kind))
+        try:
+            _loads_or_refuses(path)
+        except AssertionError:
+            raise
+        except Exception as err:  # anything but ModelFileError breaks the contract
+            pytest.fail(f"{kind} #{i} ({name}) raised {type(err).__name__}: {err}")
+        refused += not _loaded(path)
+    assert refused >= 20  # the fuzzing damages most files (it is not a no-op)
+
+
+def _loaded(path) -> bool:
+    try:
+        dpp.load(path)
+        return True
+    except ModelFileError:
+        return False
+
+
+def test_the_intact_files_load(files, tmp_path):
+    for name, data in files.items():
+        path = tmp_path / f"{name}.npz"
+        path.write_bytes(data)
+        assert _loaded(path)
+        assert zipfile.is_zipfile(path)
