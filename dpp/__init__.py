@@ -11,6 +11,7 @@ Start with :class:`DPPClassifier` (scikit-learn API over lists of ``[M_n, D]`` a
 
 from dpp.classifier import log_predictive, predict_proba
 from dpp.encoding import encode_hard, encode_soft, hard_assignment, pool, soft_assignment
+from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError, NonFiniteResultError
 from dpp.estimators import (
     ClassPriorClassifier,
     DPPClassifier,
@@ -28,6 +29,11 @@ __all__ = [
     "ClassPriorClassifier",
     "DPPClassifier",
     "DPPClassifierCV",
+    "ConfigError",
+    "DataError",
+    "FitWarning",
+    "ModelFileError",
+    "NonFiniteResultError",
     "InfoLossClassifier",
     "StandardPrototypeClassifier",
     "FittedModel",

@@ -8,9 +8,13 @@
   format version.
 * :class:`RunInterrupted`: SIGTERM or SIGINT stopped the run; it ends with status
   ``interrupted``.
+
+and one warning category, :class:`FitWarning`: a fit ended with a status that is not clean.
 """
 
 from __future__ import annotations
+
+from sklearn.exceptions import ConvergenceWarning
 
 
 class ConfigError(ValueError):
@@ -27,6 +31,16 @@ class ModelFileError(ValueError):
 
 class NonFiniteResultError(RuntimeError):
     """A fit or a metric is NaN or infinite."""
+
+
+class FitWarning(ConvergenceWarning):
+    """A fit whose status is not clean (``saturated``, ``max_rounds``, ``stalled``).
+
+    A subclass of scikit-learn's ``ConvergenceWarning``, so ``warnings`` filters, pytest and
+    scikit-learn's model selection see it; the message names the estimator and its parameters
+    (which candidate of a search it came from), the status and the reason. The fitted estimator
+    keeps the status in ``fit_info_``.
+    """
 
 
 class RunInterrupted(BaseException):

@@ -25,12 +25,15 @@ reads it back.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import time
+import warnings
 from typing import ClassVar
 
 import jax
 import numpy as np
+import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.decomposition import PCA
 from sklearn.pipeline import make_pipeline
@@ -41,10 +44,10 @@ from dpp import params as check
 from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard
-from dpp.errors import NonFiniteResultError
+from dpp.errors import FitWarning, NonFiniteResultError
 from dpp.init import kmeans_centres
 from dpp.likelihood import BetaPrior
-from dpp.model import MODES, FittedModel, fit_dpp
+from dpp.model import CLEAN_STATUSES, MODES, FittedModel, fit_dpp
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings
@@ -123,6 +126,12 @@ def _labels(y, num_sets: int) -> tuple[np.ndarray, np.ndarray, bool]:
         return y.astype(np.float64), np.arange(y.shape[1]), True
     if y.ndim != 1:
         raise ValueError(f"y must be [N] class labels or [N, C] soft labels, got {y.shape}")
+    missing = np.flatnonzero(pd.isna(y)) if y.dtype.kind in "Of" else np.empty(0, int)
+    if missing.size:
+        raise ValueError(
+            f"y has no label (None or NaN) for {missing.size} of {y.shape[0]} sets (first: set "
+            f"{missing[0]}); every training set needs a class label"
+        )
     classes, index = np.unique(y, return_inverse=True)
     if classes.size < 2:
         raise ValueError(f"a classifier needs at least 2 classes; y has only {classes.tolist()}")
@@ -304,7 +313,33 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         seed = self._seed()
         model = self._fit_model(sets, seed)
         self._set_fitted(model)
+        self._warn_status()
         return self
+
+    def _warn_status(self) -> None:
+        """A fit whose status is not clean raises a :class:`~dpp.errors.FitWarning`.
+
+        The command line logs each one as a line of the run's log (:mod:`dpp.experiment`);
+        from Python, ``logging.captureWarnings(True)`` does the same.
+        """
+        status = self.fit_info_.get("status")
+        if status is None or status in CLEAN_STATUSES:
+            return
+        message = f"{self._describe()}: fit {status}: {self.fit_info_.get('status_reason')}"
+        warnings.warn(message, FitWarning, stacklevel=3)
+
+    def _describe(self) -> str:
+        """``Name(param=value, ...)`` with the parameters that differ from the defaults."""
+        defaults = {
+            name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items()
+        }
+        parts = []
+        for name, value in self.get_params(deep=False).items():
+            if isinstance(value, np.ndarray):
+                parts.append(f"{name}=<array {list(value.shape)}>")
+            elif name in ("n_prototypes", "l2") or value != defaults.get(name, value):
+                parts.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
 
     def _seed(self) -> int:
         if self.random_state is None:
@@ -380,8 +415,13 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return self._preprocessed(sets)
 
     def predict_log_proba(self, X) -> np.ndarray:
-        """``[N, C]`` float64 log class probabilities of eq. (16), columns in ``classes_``."""
-        return np.asarray(self.model_.log_predictive(self._prediction_sets(X)), np.float64)
+        """``[N, C]`` float64 log class probabilities of eq. (16), columns in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit`` (as every method here).
+        """
+        sets = self._prediction_sets(X)
+        return np.asarray(self.model_.log_predictive(sets), np.float64)
 
     def predict_proba(self, X) -> np.ndarray:
         """``[N, C]`` float64 class probabilities of eq. (16), columns in ``classes_``."""
@@ -389,14 +429,17 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """``[N]`` most probable class of each set (a value of ``classes_``)."""
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        log_proba = self.predict_log_proba(X)
+        return self.classes_[np.argmax(log_proba, axis=1)]
 
     def transform(self, X) -> np.ndarray:
         """``[N, K]`` float64 set representations ``z`` (eq. 2 over eq. 3, or eq. 1)."""
-        return np.asarray(self.model_.encode(self._prediction_sets(X)), np.float64)
+        sets = self._prediction_sets(X)
+        return np.asarray(self.model_.encode(sets), np.float64)
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
+        check_is_fitted(self, "model_")
         y = np.asarray(y)
         if y.ndim == 2:
             y = self.classes_[np.argmax(y, axis=1)]

@@ -16,6 +16,7 @@ import logging
 import signal
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import hydra
@@ -30,13 +31,14 @@ from dpp import discovery, plots, run_folder
 from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
-from dpp.errors import ConfigError, RunInterrupted
+from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
 from dpp.estimators import Affine
 from dpp.experiment_settings import method_configs, trial_settings
 from dpp.model import CLEAN_STATUSES
 from dpp.protocol import Trial, run_trial
 from dpp.reporting import Heartbeat, process_identity, write_results
 from dpp.sharding import initialize_distributed
+from dpp.splits import check_split
 from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
@@ -185,6 +187,27 @@ def run_warnings(records: list[dict]) -> list[str]:
 
 
 @contextlib.contextmanager
+def _fit_warnings_logged():
+    """Every :class:`~dpp.errors.FitWarning` of the run becomes a warning line of its log.
+
+    (Python would print each distinct message once on stderr, outside the run's log.)
+    """
+    fit_logger = logging.getLogger("dpp.fit")
+    default_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, FitWarning):
+            fit_logger.warning("%s", message)
+        else:
+            default_show(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", FitWarning)
+        warnings.showwarning = show
+        yield
+
+
+@contextlib.contextmanager
 def _signals_interrupt():
     """SIGTERM and SIGINT raise :class:`RunInterrupted` in the main thread.
 
@@ -268,6 +291,18 @@ def _check_devices(devices) -> None:
         "devices=all, or start more (GPUs, or XLA_FLAGS=--xla_force_host_platform_device_count"
         "=N on CPU)"
     )
+
+
+def _check_dataset(dataset: Dataset, cfg: DictConfig) -> None:
+    """Refuses data the split cannot use (a class too small), naming the class and the file.
+
+    Raises:
+        DataError: naming the data file (or the dataset) and the class.
+    """
+    try:
+        check_split(dataset.sets.labels, dataset.class_names, **cfg.dataset.split)
+    except ValueError as err:
+        raise DataError(f"{dataset.info.get('path', dataset.name)}: {err}") from None
 
 
 def _kept_records(out: Path, cfg: DictConfig, methods, previous: dict | None) -> list[dict]:
@@ -355,13 +390,14 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         logger.info("resuming %s: trials %s already finished", out, done_trials)
     if skipped_figures:
         header["skipped_figures"] = skipped_figures
-    with Heartbeat(out), _signals_interrupt():
+    with Heartbeat(out), _signals_interrupt(), _fit_warnings_logged():
         try:
             write_results(out, header, records, "running", warnings=run_warnings(records))
             # a partial, called here, so that the loader's own errors reach the user unwrapped
             dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
             header["data_seconds"] = time.perf_counter() - start
             header["dataset_info"] = dataset.info
+            _check_dataset(dataset, cfg)
             logger.info(
                 "dataset %s: %d sets, %d classes (%.1f s)",
                 dataset.name,

@@ -44,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 MODES = ("coordinate_ascent", "joint")
 
-#: Fit statuses: only ``converged`` is a clean success; the others are logged as warnings.
+#: Fit statuses: only ``converged`` is a clean success; the others are warnings (the estimators
+#: log them and raise :class:`dpp.errors.FitWarning`).
 STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
 #: Statuses of a fit that met its stopping rule (the others are logged as warnings).
 CLEAN_STATUSES = ("converged", "early_stopped")
@@ -370,8 +371,6 @@ def fit_dpp(
         info["early_stopping"] = early
     elif skipped is not None:
         info["early_stopping"] = {"skipped": skipped}
-    if status not in CLEAN_STATUSES:
-        logger.warning("DPP fit %s: %s", status, reason)
     return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
 
 

@@ -21,7 +21,7 @@ from sklearn.base import clone
 from sklearn.pipeline import Pipeline
 
 from dpp.datasets.base import Dataset
-from dpp.errors import NonFiniteResultError
+from dpp.errors import ConfigError, NonFiniteResultError
 from dpp.estimators import DPPClassifierCV, PrototypeClassifier
 from dpp.experiment_settings import TrialSettings
 from dpp.init import kmeans_centres
@@ -124,6 +124,29 @@ def _fit_by_cv(
     return search.best_estimator_, info
 
 
+def _check_prototypes(settings: TrialSettings, train: RaggedSets, trial: int) -> None:
+    """Refuses a ``K`` larger than the training vectors before any k-means runs.
+
+    Raises:
+        ConfigError: naming the config key, ``K`` and the number of training vectors.
+    """
+    vectors = int(np.asarray(train.vectors).shape[0])
+    keys = {}
+    for index, (name, estimator) in enumerate(settings.methods.items()):
+        if estimator.uses_centres:
+            keys["model" if index == 0 else f"baselines.{name}"] = estimator.n_prototypes
+    grid = settings.l2_selection.get("n_prototypes_grid")
+    if settings.l2_selection["kind"] == "dpp_cv" and grid:
+        keys["l2_selection.n_prototypes_grid"] = max(grid)
+    for key, k in keys.items():
+        if k > vectors:
+            name = key if key.endswith("grid") else f"{key}.n_prototypes"
+            raise ConfigError(
+                f"{name}={k} but the training sets of trial {trial} hold {vectors} vectors; "
+                f"k-means needs K <= {vectors}"
+            )
+
+
 def run_trial(
     settings: TrialSettings,
     dataset: Dataset,
@@ -165,6 +188,7 @@ def run_trial(
         fit_vectors=fit_vectors,
     )
     primary = next(iter(settings.methods.values()))
+    _check_prototypes(settings, train, trial)
     centres = _kmeans_cache(train, seed, primary)
     kind = settings.l2_selection["kind"]
     folds_groups = groups if settings.l2_selection["group_folds"] else None

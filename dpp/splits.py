@@ -104,6 +104,34 @@ def split_indices(
     return train, test
 
 
+def check_split(labels: np.ndarray, class_names, kind: str, train_per_class=None, **_) -> None:
+    """Refuses a split that a class is too small for, naming the class.
+
+    Args:
+        labels: ``[N, C]`` labels of all sets (classes are their argmax).
+        class_names: ``C`` class names.
+        kind: the split kind (``stratified`` needs 2 sets per class, one to train and one to
+            test; ``per_class`` needs more than ``train_per_class``); other keys are ignored.
+        train_per_class: training sets per class of a ``per_class`` split.
+
+    Raises:
+        ValueError: naming the class, its number of sets and what the split needs.
+    """
+    if kind == "stratified":
+        need = 2
+    elif kind == "per_class" and train_per_class:
+        need = int(train_per_class) + 1
+    else:
+        return
+    counts = np.bincount(np.argmax(np.asarray(labels), axis=1), minlength=len(class_names))
+    for name, count in zip(class_names, counts, strict=False):
+        if 0 < count < need:
+            raise ValueError(
+                f"class {name!r} has {count} set(s); a {kind} split needs at least {need} sets "
+                "per class (to train and to test)"
+            )
+
+
 def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Sorted ``(fit, held_out)`` indices: ``ceil(fraction * N)`` sets held out of ``N``.
 

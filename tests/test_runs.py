@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from test_experiment import FAST, _compose
 
-from dpp.errors import ConfigError, NonFiniteResultError
+from dpp.errors import ConfigError, DataError, NonFiniteResultError
 from dpp.estimators import StandardPrototypeClassifier
 from dpp.experiment import run
 from dpp.reporting import run_state
@@ -151,7 +151,7 @@ def _wait_for_records(out: Path, proc: subprocess.Popen, count: int, timeout=240
 
 def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     out = tmp_path / "run"
-    proc = _start(out, "trials=2")
+    proc = _start(out, "trials=4")  # more trials than it will finish before the signal
     _wait_for_records(out, proc, count=2)  # trial 0 finished
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143
@@ -162,9 +162,9 @@ def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     assert "**Status: interrupted.**" in (out / "table.md").read_text()
     finished = {r["trial"] for r in interrupted["trials"]}
 
-    results = run(_compose(FAST + ["trials=2", "figures=[]", "resume=true"]), output_dir=out)
+    results = run(_compose(FAST + ["trials=4", "figures=[]", "resume=true"]), output_dir=out)
     assert results["status"] == "complete"
-    assert sorted({r["trial"] for r in results["trials"]}) == [0, 1]
+    assert sorted({r["trial"] for r in results["trials"]}) == [0, 1, 2, 3]
     assert set(results["resumed_trials"]) <= finished
     kept = [r for r in interrupted["trials"] if r["trial"] in results["resumed_trials"]]
     assert kept == [r for r in results["trials"] if r["trial"] in results["resumed_trials"]]
@@ -199,3 +199,85 @@ def test_resume_refuses_a_changed_config(tmp_path):
         r"model\.n_prototypes$",
     ):
         run(_compose(FAST + ["model.n_prototypes=3", "resume=true"]), output_dir=tmp_path)
+
+
+# ------------------------------------------------------------------ issue 20: run folders
+def _cli(out: Path, *overrides: str) -> subprocess.CompletedProcess:
+    args = [sys.executable, "experiments/run.py", f"hydra.run.dir={out}", *overrides]
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+def _snapshot(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def _one_line_error(proc: subprocess.CompletedProcess, message: str) -> None:
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    output = proc.stdout + proc.stderr
+    assert message in output and "Traceback" not in output
+    assert [line for line in output.splitlines() if "ERROR" in line] == [
+        line for line in output.splitlines() if message in line
+    ]
+
+
+def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
+    """Was: a refused run had already rewritten .hydra/config.yaml and appended to run.log."""
+    out = tmp_path / "run"
+    first = _cli(out, *FAST, "trials=2", "figures=[]", "verbose=false")
+    assert first.returncode == 0, first.stderr[-2000:]
+    before = _snapshot(out)
+    assert "- trials=2\n" in (out / ".hydra" / "overrides.yaml").read_text()
+    refusals = [
+        (["model.l2=5", "seed=7"], "already holds the results of a run"),
+        (["resume=true", "model.l2=5"], "differs from the run in"),
+        (["resume=true", "trials=1"], "would drop the finished trial(s) [1]"),
+        (["resume=true", "experiment=synthetic_large"], "in: experiment (recorded None)"),
+    ]
+    for overrides, message in refusals:
+        _one_line_error(_cli(out, *overrides), message)
+        assert _snapshot(out) == before, overrides  # byte for byte
+    # the README's resume command keeps both trials (the trial count comes from the record)
+    resumed = _cli(out, "resume=true")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    results = _results(out)
+    assert results["num_trials"] == 2 and results["resumed_trials"] == [0, 1]
+    assert len(results["trials"]) == 4
+
+
+def test_an_added_key_and_too_many_devices_are_one_line_before_anything_is_written(tmp_path):
+    _one_line_error(_cli(tmp_path / "a", "+foo=1"), "+foo=1: dpp reads no key 'foo'")
+    _one_line_error(_cli(tmp_path / "b", "devices=3"), "devices=3 but JAX sees 1 cpu device(s)")
+    assert not any((tmp_path / name).exists() and any((tmp_path / name).iterdir()) for name in "ab")
+
+
+def test_k_beyond_the_training_vectors_is_a_config_error_before_k_means(tmp_path):
+    cfg = _compose(FAST + ["model.n_prototypes=5000", "figures=[]"])
+    with pytest.raises(ConfigError, match=r"model.n_prototypes=5000 but the training sets of "):
+        run(cfg, output_dir=tmp_path)
+    assert _results(tmp_path)["trials"] == []
+
+
+def test_a_class_too_small_for_the_split_names_the_label_and_the_file(tmp_path):
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(2, 6, size=21)
+    path = tmp_path / "sets.npz"
+    np.savez(
+        path,
+        vectors=rng.normal(size=(sizes.sum(), 3)),
+        set_ids=np.repeat(np.arange(21), sizes),
+        labels=np.array(["cat"] * 10 + ["dog"] * 10 + ["eel"]),
+    )
+    cfg = _compose(["dataset=sets_file", f"dataset.path={path}", "figures=[]"])
+    with pytest.raises(DataError, match=rf"{path}: class 'eel' has 1 set\(s\); a stratified"):
+        run(cfg, output_dir=tmp_path / "run")
+
+
+def test_a_multirun_value_with_a_path_keeps_its_job_inside_the_sweep(tmp_path):
+    sweep = tmp_path / "sweep"
+    args = [sys.executable, "experiments/run.py", "-m", f"hydra.sweep.dir={sweep}", *FAST,
+            "figures=[]", "verbose=false", "name=../../escaped"]  # fmt: skip
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    jobs = [p.parent for p in sweep.rglob("results.json")]
+    assert len(jobs) == 1 and jobs[0].parent == sweep and "name=.._.._escaped" in jobs[0].name
+    assert not list(tmp_path.glob("escaped*")) and (jobs[0] / ".hydra" / "overrides.yaml").is_file()

@@ -1,0 +1,87 @@
+"""Runs the README's Python examples and checks (or rewrites) the output they print.
+
+    python scripts/readme_examples.py            # run every example; exit 1 if a printed output
+                                                 # differs from the README's (a diff is shown)
+    python scripts/readme_examples.py --update   # write the outputs into README.md
+
+An example is a ```python block; its expected output is the plain ``` block that follows when
+the paragraph between them starts with "prints". Each example runs in a fresh interpreter in a
+temporary directory (files it saves land there), so the README's outputs cannot drift from the
+code (tests/test_readme.py runs the check).
+"""
+
+import argparse
+import difflib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+_BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n(?P<between>.*?)(?=```)", re.S)
+_OUTPUT = re.compile(r"```\n(?P<output>.*?)```", re.S)
+
+
+def examples(text: str) -> list[dict]:
+    """The README's Python blocks: code, and the span and text of their printed output."""
+    found = []
+    for match in _BLOCK.finditer(text):
+        example = {"code": match["code"], "line": text[: match.start()].count("\n") + 1}
+        if match["between"].lstrip().startswith("prints"):
+            output = _OUTPUT.match(text, match.end())
+            if output is not None:
+                example["output"] = output["output"]
+                example["span"] = output.span("output")
+        found.append(example)
+    return found
+
+
+def run_example(code: str) -> tuple[str, str, float]:
+    """``(stdout, stderr, seconds)`` of ``code`` in a fresh interpreter and directory."""
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=600
+        )
+        seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"the example failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout, proc.stderr, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--update", action="store_true", help="write the outputs into README")
+    parser.add_argument("--readme", type=Path, default=README)
+    args = parser.parse_args()
+    text = args.readme.read_text()
+    drifted, replacements = 0, []
+    for example in examples(text):
+        stdout, _, seconds = run_example(example["code"])
+        where = f"{args.readme.name}:{example['line']}"
+        if "output" not in example:
+            print(f"{where}: ran in {seconds:.1f} s (no printed output to check)")
+            continue
+        if stdout == example["output"]:
+            print(f"{where}: output as printed in the README ({seconds:.1f} s)")
+            continue
+        drifted += 1
+        replacements.append((example["span"], stdout))
+        print(f"{where}: the output differs from the README ({seconds:.1f} s):")
+        diff = difflib.unified_diff(
+            example["output"].splitlines(), stdout.splitlines(), "README", "ran", lineterm=""
+        )
+        print("\n".join(diff))
+    if args.update and replacements:
+        for (start, end), stdout in sorted(replacements, reverse=True):
+            text = text[:start] + stdout + text[end:]
+        args.readme.write_text(text)
+        print(f"wrote {len(replacements)} output(s) into {args.readme}")
+        return 0
+    return 1 if drifted else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""Issue 20, item 7: the README's printed outputs come from running its code blocks."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "scripts"))
+
+from readme_examples import examples  # noqa: E402
+
+
+def test_the_readme_examples_print_what_the_readme_shows():
+    proc = subprocess.run(
+        [sys.executable, "scripts/readme_examples.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "output as printed in the README" in proc.stdout
+
+
+def test_the_checker_finds_a_drifted_output(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text('```python\nprint("new")\n```\n\nprints\n\n```\nold\n```\n')
+    assert [e["output"] for e in examples(readme.read_text())] == ["old\n"]
+    args = [sys.executable, "scripts/readme_examples.py", "--readme", str(readme)]
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "-old" in proc.stdout and "+new" in proc.stdout
+    assert subprocess.run([*args, "--update"], cwd=REPO, capture_output=True).returncode == 0
+    assert "```\nnew\n```" in readme.read_text()
