@@ -1,12 +1,14 @@
 """Issue 9: the scikit-learn estimators, model selection, save/load and your own sets files."""
 
 import json
+import warnings
 import zipfile
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import Pipeline
@@ -15,8 +17,9 @@ from test_experiment import FAST, _compose
 
 from dpp.datasets.sets_file import load_sets_file
 from dpp.datasets.synthetic import make_synthetic
-from dpp.errors import ConfigError, DataError
+from dpp.errors import ConfigError, DataError, FitWarning
 from dpp.estimators import (
+    ClassPriorClassifier,
     DPPClassifier,
     DPPClassifierCV,
     InfoLossClassifier,
@@ -325,3 +328,43 @@ def test_experiment_with_dpp_cv_reports_the_choice(tmp_path):
     assert record["l2"] in (0.01, 10.0) and record["l2_grid"] == [10.0, 0.01]
     best = record["l2_grid"][int(np.argmax(record["l2_cv_scores"]))]
     assert record["l2"] == best == record["best_params"]["l2"]
+
+
+# ------------------------------------------------------------------ issue 20: statuses, errors
+def test_an_unclean_fit_is_a_fit_warning_naming_the_candidate(problem):
+    X, y, _, _ = problem
+    assert issubclass(FitWarning, ConvergenceWarning)
+    with pytest.warns(FitWarning) as caught:
+        clf = DPPClassifier(n_prototypes=3, l2=0.5, max_rounds=1, random_state=1).fit(X, y)
+    (warning,) = [w for w in caught if w.category is FitWarning]
+    message = str(warning.message)
+    assert message.startswith("DPPClassifier(l2=0.5, max_rounds=1, n_prototypes=3, random_state=1)")
+    assert f"fit {clf.fit_info_['status']}: {clf.fit_info_['status_reason']}" in message
+    assert clf.fit_info_["status"] == "max_rounds" and clf.converged_ is False
+    with warnings.catch_warnings():  # a clean fit warns nothing
+        warnings.simplefilter("error", FitWarning)
+        DPPClassifier(n_prototypes=3, random_state=1).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "cls", [DPPClassifier, StandardPrototypeClassifier, InfoLossClassifier, ClassPriorClassifier]
+)
+def test_every_method_before_fit_raises_not_fitted_error(problem, cls):
+    X, y, _, _ = problem
+    estimator = cls()
+    for call in (
+        estimator.predict,
+        estimator.predict_proba,
+        estimator.predict_log_proba,
+        estimator.transform,
+        lambda X: estimator.score(X, y),
+    ):
+        with pytest.raises(NotFittedError):
+            call(X)
+
+
+@pytest.mark.parametrize("labels", [[None] * 60, ["cat", None] * 30, [1.0] * 59 + [np.nan]])
+def test_missing_labels_are_refused_by_name(problem, labels):
+    X = problem[0]
+    with pytest.raises(ValueError, match=r"y has no label \(None or NaN\) for \d+ of 60 sets"):
+        DPPClassifier().fit(X, np.asarray(labels, dtype=object))

@@ -9,7 +9,7 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
 from dpp.datasets.base import Dataset
-from dpp.estimators import ESTIMATORS
+from dpp.estimators import ESTIMATORS, StandardPrototypeClassifier
 from dpp.experiment import run
 from dpp.experiment_settings import trial_settings
 
@@ -129,13 +129,20 @@ def test_same_seed_repeats_exactly(tmp_path):
     assert first["trials"][0]["seed"] == 0 and first["trials"][2]["seed"] == 1
 
 
+class RaisingStandard(StandardPrototypeClassifier):
+    """A method plugged in by ``_target_`` whose fit fails with an unexpected error."""
+
+    def _fit_model(self, sets, seed):
+        raise RuntimeError("the baseline broke")
+
+
 def test_failed_run_keeps_finished_trials(tmp_path):
-    # the standard baseline fails (K larger than the number of training vectors) after dpp finished
-    cfg = _compose(FAST + ["baselines.standard.n_prototypes=100000"])
-    with pytest.raises(ValueError, match="k-means needs at least"):
+    # the standard baseline fails after dpp finished
+    cfg = _compose(FAST + ["baselines.standard._target_=test_experiment.RaisingStandard"])
+    with pytest.raises(RuntimeError, match="the baseline broke"):
         run(cfg, output_dir=tmp_path)
     on_disk = json.loads((tmp_path / "results.json").read_text())
-    assert on_disk["status"] == "failed" and "k-means" in on_disk["error"]
+    assert on_disk["status"] == "failed" and "the baseline broke" in on_disk["error"]
     assert [r["method"] for r in on_disk["trials"]] == ["dpp"]
 
 
