@@ -183,6 +183,11 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
     boolean(cfg, "dataset.standardize")
     if _get(cfg, "dataset.pca_components") is not None:
         int_at_least(cfg, "dataset.pca_components", 1)
+    if cfg.get("tracking") is not None:
+        choice(cfg, "tracking.kind", ("mlflow",))
+        for key in ("tracking.uri", "tracking.experiment"):
+            if not isinstance(_get(cfg, key), str) or not _get(cfg, key):
+                raise ConfigError(f"{key} must be a non-empty string, got {_get(cfg, key)!r}")
     for i, name in enumerate(_get(cfg, "figures") or []):
         if name not in figures:
             raise ConfigError(f"figures[{i}] must be one of {', '.join(figures)}; got {name!r}")

@@ -329,15 +329,18 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         warnings.warn(message, FitWarning, stacklevel=3)
 
     def _describe(self) -> str:
-        """``Name(param=value, ...)`` with the parameters that differ from the defaults."""
+        """``Name(param=value, ...)``, naming the model: ``n_prototypes``, ``l2``, changed values.
+
+        Not ``init``, ``optimizer_options``, ``verbose`` or ``devices`` (how the fit runs).
+        """
         defaults = {
             name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items()
         }
         parts = []
         for name, value in self.get_params(deep=False).items():
-            if isinstance(value, np.ndarray):
-                parts.append(f"{name}=<array {list(value.shape)}>")
-            elif name in ("n_prototypes", "l2") or value != defaults.get(name, value):
+            if name in ("init", "optimizer_options", "verbose", "devices"):
+                continue  # how the fit runs, not which model it is
+            if name in ("n_prototypes", "l2") or value != defaults.get(name, value):
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
 

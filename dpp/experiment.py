@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 import dpp.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
-from dpp import discovery, plots, run_folder
+from dpp import discovery, plots, run_folder, tracking
 from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
@@ -123,6 +123,7 @@ RUN_FIGURES = {
         records, out / f"{name}.png", "Figure 2(b): Indian Pines test log-likelihood"
     ),
     "history": lambda out, records, name: plots.objective_histories(records, out / f"{name}.png"),
+    "accuracy": lambda out, records, name: plots.accuracy_dots(records, out / f"{name}.png"),
     "kl_bits": lambda out, records, name: _kl_bits(out, records, name),
 }
 
@@ -374,6 +375,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     records = _kept_records(out, cfg, methods, accepted.previous)
     done_trials = sorted({r["trial"] for r in records})
     run_folder.record(out, accepted, launch)
+    tracker = tracking.start(cfg, out)
     for note in accepted.notes:
         logger.info("resuming %s: %s", out, note)
     trial_figures, skipped_figures = _trial_figures(cfg, methods)
@@ -419,6 +421,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
                         write_results(
                             out, header, records, "running", warnings=run_warnings(records)
                         )
+                        if tracker is not None:
+                            tracker.log_record(record)
 
                     _, done = run_trial(settings, dataset, trial, on_record=keep)
                     bar.update()
@@ -454,11 +458,13 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
             for name in cfg.reports:
                 filename, build = REPORTS[name]
                 (out / filename).write_text(build(results))
+            if tracker is not None:
+                tracker.finish(results)
         except BaseException as err:
             status = (
                 "interrupted" if isinstance(err, RunInterrupted | KeyboardInterrupt) else "failed"
             )
-            write_results(
+            failed = write_results(
                 out,
                 header,
                 records,
@@ -467,6 +473,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
                 warnings=run_warnings(records),
                 wall_seconds=time.perf_counter() - start,
             )
+            if tracker is not None:
+                tracker.finish(failed)
             raise
     for warning in results["warnings"]:
         logger.warning("%s", warning)

@@ -350,6 +350,8 @@ def fit_dpp(
         # NaN (not measured) as None, so records compare equal and serialise as JSON null
         diag[name] = [None if isinstance(x, float) and not np.isfinite(x) else x for x in values]
     offset = normalizer.log_beta_offset()
+    # beta after each round (the geometric mean of per-prototype betas), in feature units
+    diag["beta"] = np.exp(np.asarray(diag.pop("log_beta"), np.float64) - offset).tolist()
     beta = np.exp(np.asarray(params.log_beta, np.float64) - offset)
     beta_init = float(np.exp(np.mean(np.asarray(log_beta0, np.float64)) - offset))
     info = {

@@ -31,7 +31,7 @@ def save_figure(fig, path: Path, dpi: int = 120) -> Path:
     return path
 
 
-_COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 
 
 def figure1(
@@ -75,9 +75,8 @@ def figure1(
     ):
         for c in range(train.num_classes):
             sel = point_class == c
-            ax.scatter(*vectors[sel].T, s=6, alpha=0.5, color=_COLOURS[c % 6], label=names[c])
-        mu = model.prototypes
-        ax.scatter(*mu.T, s=70, color="black", marker="o", label="centres", zorder=3)
+            ax.scatter(*vectors[sel].T, s=6, alpha=0.5, color=COLOURS[c % 6], label=names[c])
+        _centres_in_view(ax, np.asarray(model.prototypes, np.float64), vectors)
         ax.set_title(title)
         ax.set_xlabel("$x_1$")
         ax.set_ylabel("$x_2$")
@@ -91,22 +90,59 @@ def figure1(
         if z.shape[1] == 2:
             for c in range(train.num_classes):
                 sel = np.flatnonzero(set_class == c)
-                ax.scatter(sel, z[sel, 0], s=25, color=_COLOURS[c % 6], label=names[c])
+                ax.scatter(sel, z[sel, 0], s=25, color=COLOURS[c % 6], label=names[c])
             ax.set_ylim(-0.05, 1.05)
             ax.set_xlabel("set")
             ax.set_ylabel("$z_1$ (= 1 - $z_2$)")
             ax.legend(fontsize=8)
         else:
-            im = ax.imshow(z[order], aspect="auto", interpolation="nearest", cmap="viridis")
+            im = ax.imshow(z[order], aspect="auto", interpolation="nearest", cmap="viridis",
+                           vmin=0.0, vmax=1.0)  # fmt: skip
+            ax.set_xticks(range(z.shape[1]))
+            ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
             ax.set_xlabel("prototype k")
             ax.set_ylabel("set (sorted by class)")
-            fig.colorbar(im, ax=ax)
+            fig.colorbar(im, ax=ax, label="$z_k$: share of the set's vectors at prototype k")
         ax.set_title(title)
     fig.suptitle(
         f"training sets ({train.num_sets}), the sets both models were fitted on", fontsize=10
     )
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
+    """Draws ``[K, 2]`` centres on a panel whose limits are the data's.
+
+    A centre outside the data's box (beyond 10 % of its span) is drawn as an arrow at the edge,
+    pointing at it, labelled with its distance from the data's mean: far-out centres no longer
+    shrink the data to a dot.
+    """
+    lo, hi = np.min(vectors, axis=0), np.max(vectors, axis=0)
+    pad = 0.1 * np.maximum(hi - lo, 1e-12)
+    lo, hi = lo - pad, hi + pad
+    inside = np.all((centres >= lo) & (centres <= hi), axis=1)
+    ax.scatter(*centres[inside].T, s=70, color="black", marker="o", label="centres", zorder=3)
+    middle = vectors.mean(axis=0)
+    for k in np.flatnonzero(~inside):
+        direction = centres[k] - middle
+        # the largest step along the ray from the mean that stays in the box, less a margin
+        with np.errstate(divide="ignore", invalid="ignore"):
+            limits = np.where(direction > 0, (hi - middle) / direction, (lo - middle) / direction)
+        tip = middle + 0.95 * np.min(limits[np.isfinite(limits) & (limits > 0)]) * direction
+        tail = middle + 0.75 * (tip - middle)
+        ax.annotate(
+            "", xy=tip, xytext=tail, arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1.5},
+            zorder=3,
+        )  # fmt: skip
+        ax.annotate(
+            f"$\\mu_{k}$: {np.linalg.norm(direction):.3g} from the data's mean", tail,
+            fontsize=8, ha="center", va="bottom", zorder=3,
+        )  # fmt: skip
+    if not inside.all():
+        ax.plot([], [], marker=r"$\rightarrow$", ls="", color="black", label="centre out of view")
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
 
 
 def metric_dots(
@@ -151,7 +187,7 @@ def metric_dots_figure(records, metric: str, title: str, ylabel: str, scale: flo
     with_errors = False
     for i, method in enumerate(methods):
         stats = summary[method][metric]
-        colour = _COLOURS[i % 6]
+        colour = COLOURS[i % 6]
         values = [scale * r[metric] for r in records if r["method"] == method]
         ax.scatter([i] * len(values), values, s=14, color=colour, alpha=0.35, zorder=2)
         err = None if stats["stderr"] is None else 2 * scale * stats["stderr"]
@@ -198,11 +234,13 @@ def kl_bits(records: Sequence[dict], path: Path) -> Path:
 
 
 def objective_histories(records: Sequence[dict], path: Path) -> Path:
-    """Objective ``L`` per coordinate-ascent round of every DPP trial.
+    """Objective ``L`` per coordinate-ascent round of every DPP trial, one convention always.
 
-    Rounds are integers on the axis. When ``L`` (negative) spans more than a factor of 10 over
-    the rounds, ``-L`` is drawn on a log scale, so that the rounds after a large first jump stay
-    readable.
+    ``L`` is the penalised log-likelihood *summed* over a trial's training sets (eq. 17 with the
+    ridge and the prior on beta), so trials of different sizes differ in scale. The figure draws
+    ``-L`` on a log axis (lower is better; rounds after a large first jump stay readable),
+    whatever the number of trials; only if some ``L`` is not negative (a strong prior on beta)
+    does it draw ``L`` on a linear axis, and the axis label says so. Rounds are integers.
 
     Args:
         records: per-(trial, method) records with ``objective_history``.
@@ -211,28 +249,38 @@ def objective_histories(records: Sequence[dict], path: Path) -> Path:
     Returns:
         ``path``.
     """
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
     curves = [
-        (r["trial"], np.asarray(r["objective_history"], dtype=np.float64))
+        (r["trial"], r.get("num_train"), np.asarray(r["objective_history"], dtype=np.float64))
         for r in records
         if r["method"] == "dpp" and len(r.get("objective_history", [])) > 1
     ]
-    values = np.concatenate([c for _, c in curves]) if curves else np.zeros(0)
-    log = values.size and np.all(values < 0) and values.min() / values.max() > 10
-    for trial, curve in curves:
-        ax.plot(-curve if log else curve, marker=".", label=f"trial {trial}")
+    values = np.concatenate([c for _, _, c in curves]) if curves else np.zeros(0)
+    negated = bool(values.size) and bool(np.all(values < 0))
+    for trial, num_train, curve in curves:
+        sets = f", {num_train} sets" if num_train else ""
+        ax.plot(-curve if negated else curve, marker=".", label=f"trial {trial}{sets}")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("round (0 = after k-means init and first Theta-step)")
-    if log:
+    if negated:
         ax.set_yscale("log")
-        ax.set_ylabel("-L (log scale; lower is better)")
+        ax.set_ylabel("-L, summed over the training sets\n(log scale; lower is better)")
     else:
-        ax.set_ylabel("L (penalised log-likelihood)")
-    ax.set_title("DPP coordinate ascent")
+        ax.set_ylabel("L, summed over the training sets\n(linear; higher is better)")
+    ax.set_title("DPP coordinate ascent: penalised log-likelihood per round", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
     if ax.lines:
         ax.legend(fontsize=8)
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+def accuracy_dots(records: Sequence[dict], path: Path) -> Path:
+    """Test accuracy per method (percent), each trial a faint dot; see :func:`metric_dots`."""
+    return metric_dots(
+        records, "accuracy", path, "test accuracy", "test accuracy (%; argmax of the label)",
+        scale=100.0,
+    )  # fmt: skip
 
 
 def partition_map(

@@ -30,7 +30,7 @@ from dpp.errors import ConfigError
 from dpp.reporting import load_results, run_state
 
 #: Config keys whose value may change when a run is resumed (they change no result); keys under
-#: ``distributed.`` also may (a new launch has a new coordinator).
+#: ``distributed.`` (a new launch has a new coordinator) and ``tracking.`` also may.
 RESUMABLE_KEYS = ("resume", "trials", "verbose", "compilation_cache")
 #: The file whose presence says that a folder holds an accepted run.
 RECORD = "config_resolved.yaml"
@@ -41,7 +41,7 @@ OmegaConf.register_new_resolver(
 
 
 def _resumable(key: str) -> bool:
-    return key in RESUMABLE_KEYS or key.startswith("distributed.") or key == "distributed"
+    return key in RESUMABLE_KEYS or key.split(".")[0] in ("distributed", "tracking")
 
 
 # ---------------------------------------------------------------------- log file

@@ -20,7 +20,7 @@ import matplotlib.ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from dpp.plots import save_figure  # noqa: E402
+from dpp.plots import COLOURS, save_figure  # noqa: E402
 from dpp.reporting import load_results, run_state, summarize  # noqa: E402
 
 #: Per-method metrics of a job's row (means over its trials), where the records have them.
@@ -95,18 +95,29 @@ def swept_keys(frame: pd.DataFrame) -> list[str]:
     return [k for k in keys if k in frame and frame[k].map(str).nunique() > 1]
 
 
-def sweep_metric(frame: pd.DataFrame) -> str:
-    """The column plotted.
+#: Objectives a sweep can return (``validation.metric``), all maximised.
+OBJECTIVES = ("validation_log_likelihood", "validation_accuracy", "cv_score")
+#: Keys that are scales (drawn on a log axis whenever their values are positive).
+SCALE_KEYS = ("l2", "beta_scale", "tol", "learning_rate", "beta_prior_scale", "gamma_scale")
 
-    The validation metric if the jobs returned one, else the first method's accuracy.
+
+def sweep_metric(frame: pd.DataFrame) -> str | None:
+    """The sweep's objective: the validation metric its jobs returned, or ``None``.
+
+    Without one nothing chose a best job: the test metrics are reported, never used to choose.
     """
-    for name in ("validation_log_likelihood", "validation_accuracy", "cv_score"):
+    for name in OBJECTIVES:
         if name in frame and frame[name].notna().any():
             return name
-    accuracy = [c for c in frame.columns if c.endswith(" accuracy")]
-    if not accuracy:
-        raise ValueError("no job of the sweep has results to plot")
-    return accuracy[0]
+    return None
+
+
+def best_jobs(frame: pd.DataFrame, objective: str | None) -> list:
+    """Index labels of the jobs with the highest objective (several on a tie; none without)."""
+    if objective is None or objective not in frame or frame[objective].isna().all():
+        return []
+    top = frame[objective].max()
+    return list(frame.index[frame[objective] == top])
 
 
 def _markdown(frame: pd.DataFrame, columns: list[str]) -> str:
@@ -120,36 +131,69 @@ def _markdown(frame: pd.DataFrame, columns: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_sweep(frame: pd.DataFrame, metric: str, path: Path) -> Path:
-    """The metric of every job that has it against each swept value, one panel per key.
+def _x_axis(ax, key: str, values: pd.Series) -> pd.Series:
+    """Positions of ``values`` on ``ax``: log for scales, integers for counts, else categories."""
+    x = pd.to_numeric(values, errors="coerce")
+    if len(values) and x.notna().all():
+        scale = key.split(".")[-1] in SCALE_KEYS
+        if (x > 0).all() and (scale or x.max() / x.min() >= 10):
+            ax.set_xscale("log")
+        elif (x == x.round()).all():  # K and other counts: integer ticks
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        return x
+    labels = list(dict.fromkeys(values.map(str)))
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    return values.map(str).map(labels.index)
 
-    Numeric values spanning a factor of 20 or more get a log axis; failed jobs are left out.
+
+def plot_sweep(frame: pd.DataFrame, objective: str | None, path: Path) -> Path:
+    """The sweep's objective and every method's test log-likelihood against each swept value.
+
+    One column per swept key; rows: the objective (when the jobs returned one), then the mean
+    test log-likelihood per set of each method (one colour each). Scale keys (``l2``, ...) and
+    values spanning 10x get a log axis, counts integer ticks. The best job *by the objective*
+    is circled on every panel (every tied job on a tie); without an objective none is, since
+    test metrics must not choose. Jobs that did not complete are left out (the title counts
+    them).
     """
     keys = swept_keys(frame) or ["job"]
-    done = frame[frame[metric].notna()] if metric in frame else frame.iloc[:0]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
-    for ax, key in zip(axes[0], keys, strict=True):
-        values = done[key]
-        x = pd.to_numeric(values, errors="coerce")
-        if len(values) and x.notna().all():
-            if (x > 0).all() and x.max() / x.min() >= 20:
-                ax.set_xscale("log")
-            elif (x == x.round()).all():  # K and other counts: integer ticks
-                ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-        else:  # categorical values at positions 0, 1, ...
-            labels = list(dict.fromkeys(values.map(str)))
-            x = values.map(str).map(labels.index)
-            ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-        ax.scatter(x, done[metric], color="tab:blue")
-        if len(done):
-            best = done[metric].idxmax()
-            ax.scatter([x[best]], [done[metric][best]], s=140, facecolors="none",
-                       edgecolors="tab:red", label="best")  # fmt: skip
-            ax.legend(fontsize=8)
-        ax.set_xlabel(key)
-        ax.set_ylabel(metric)
-    failed = int((frame["status"] != "complete").sum())
-    title = f"{len(done)} jobs" + (f" ({failed} not complete, not shown)" if failed else "")
+    done = frame[frame["status"] == "complete"]
+    loglik = [c for c in frame.columns if c.endswith(" test_log_likelihood")]
+    rows = ([objective] if objective else []) + (["test_log_likelihood"] if loglik else [])
+    if not rows:
+        raise ValueError("no job of the sweep has results to plot")
+    best = [b for b in best_jobs(done, objective) if b in done.index]
+    fig, axes = plt.subplots(
+        len(rows), len(keys), figsize=(4.4 * len(keys), 3.4 * len(rows)), squeeze=False
+    )
+    for col, key in enumerate(keys):
+        for row, quantity in enumerate(rows):
+            ax = axes[row, col]
+            x = _x_axis(ax, key, done[key])
+            columns = [objective] if quantity == objective else loglik
+            for i, column in enumerate(columns):
+                label = column.removesuffix(" test_log_likelihood")
+                colour = "black" if quantity == objective else COLOURS[i % len(COLOURS)]
+                ax.plot(x.sort_values(), done[column][x.sort_values().index], marker="o",
+                        color=colour, label=label, alpha=0.8)  # fmt: skip
+                if best:
+                    ax.scatter(x[best], done[column][best], s=160, facecolors="none",
+                               edgecolors="tab:red", linewidths=1.5, zorder=3)  # fmt: skip
+            ax.set_xlabel(key)
+            ax.set_ylabel(objective if quantity == objective else "test log-lik. / set (nats)")
+            ax.grid(alpha=0.3)
+            if quantity != objective:
+                ax.legend(fontsize=8)
+    not_done = len(frame) - len(done)
+    swept = ", ".join(f"{k} ({frame[k].map(str).nunique()} values)" for k in keys if k in frame)
+    title = f"sweep over {swept}: {len(done)} jobs"
+    title += f" ({not_done} not complete, not shown)" if not_done else ""
+    if best:
+        chosen = "; ".join(str(done.loc[b, "overrides"]) for b in best)
+        tie = f"{len(best)} tied: " if len(best) > 1 else ""
+        title += f"\nbest by {objective} (circled): {tie}{chosen}"
+    else:
+        title += "\nno objective (validation.metric is null): no job chosen"
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return save_figure(fig, path)
@@ -173,18 +217,23 @@ def write_sweep(multirun_dir: str | Path, out_dir: str | Path | None = None) -> 
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / "sweep.csv", "md": out / "sweep.md", "png": out / "sweep.png"}
     frame.to_csv(paths["csv"], index=False)
-    metric = sweep_metric(frame) if (frame["status"] == "complete").any() else None
+    complete = (frame["status"] == "complete").any()
+    metric = sweep_metric(frame) if complete else None
     keys = swept_keys(frame)
     lead = ["job", *keys] if keys else ["job", "overrides"]
     per_method = [c for c in frame.columns if " " in c]  # "<method> <metric>"
     columns = [*lead, "status", "trials", *([metric] if metric else []), *per_method, "error"]
     columns = [c for c in dict.fromkeys(columns) if c in frame]
     header = f"# Sweep {Path(multirun_dir)}\n\n{len(frame)} jobs"
-    if metric is not None:
-        best = frame.loc[frame[metric].idxmax()]
-        header += f"; best {metric} = {best[metric]:.4g} (job {best['job']}: {best['overrides']})"
+    best = best_jobs(frame, metric)
+    if best:
+        value = frame.loc[best[0], metric]
+        jobs = "; ".join(f"job {frame.loc[b, 'job']}: {frame.loc[b, 'overrides']}" for b in best)
+        header += f"; best {metric} = {value:.4g} ({jobs})"
+    elif complete:
+        header += "; no objective (validation.metric is null), so no job is chosen"
     paths["md"].write_text(header + "\n\n" + _markdown(frame, columns))
-    if metric is not None:
+    if complete:
         plot_sweep(frame, metric, paths["png"])
     else:
         paths.pop("png")

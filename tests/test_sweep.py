@@ -17,7 +17,7 @@ from test_experiment import _compose
 
 from dpp.errors import ConfigError
 from dpp.experiment import run
-from dpp.sweep import collect, write_sweep
+from dpp.sweep import best_jobs, collect, sweep_metric, write_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 #: a small synthetic run: quiet, two rounds, no figures
@@ -85,6 +85,24 @@ def test_optuna_sweeper_maximises_the_validation_metric_the_run_returns(tmp_path
     assert "Best value" in proc.stderr + proc.stdout
 
 
+def test_a_stored_optuna_study_grows_to_n_trials_across_invocations(tmp_path):
+    """Issue 22: sqlite storage works (SQLAlchemy 1.4 pinned); n_trials is the study's size."""
+    import optuna
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    common = ["hparams_search=optuna", f"hydra.sweeper.storage={storage}",
+              "hydra.sweeper.study_name=grow"]  # fmt: skip
+    _multirun(tmp_path / "first", *common, "hydra.sweeper.n_trials=2")
+    proc = _multirun(tmp_path / "second", *common, "hydra.sweeper.n_trials=3")
+    assert "holds 2 finished trial(s); n_trials=3: 1 to run" in proc.stderr + proc.stdout
+    study = optuna.load_study(study_name="grow", storage=storage)
+    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
+    params = [tuple(sorted(t.params.items())) for t in study.trials]
+    assert len(set(params)) == 3  # the continued study asks new points
+    assert [j.name.split("_")[0] for j in _jobs(tmp_path / "second")] == ["2"]  # trial number
+    assert study.best_value == max(t.value for t in study.trials)
+
+
 def test_validation_metric_comes_from_the_training_sets_only(tmp_path):
     cfg = _compose(
         [*SMALL, "trials=2", "validation.metric=validation_accuracy", "validation.fraction=0.25"]
@@ -135,7 +153,38 @@ def test_collect_reports_failed_killed_and_unstarted_jobs(tmp_path):
     paths = write_sweep(tmp_path)
     markdown = paths["md"].read_text()
     assert "NonFiniteResultError: x" in markdown and "| no results |" in markdown
-    assert "best dpp accuracy = 0.9 (job 0: model.l2=0.1)" in markdown
+    # no validation metric: the test metrics are shown, never used to choose a job
+    assert "no objective (validation.metric is null), so no job is chosen" in markdown
+    assert paths["png"].is_file()
+
+
+def test_the_best_job_is_chosen_by_the_objective_and_ties_are_all_marked(tmp_path):
+    def job(num, l2, objective, loglik):
+        folder = tmp_path / f"{num}_model.l2={l2}"
+        (folder / ".hydra").mkdir(parents=True)
+        (folder / ".hydra" / "overrides.yaml").write_text(f"- model.l2={l2}\n")
+        records = [
+            {"trial": 0, "method": m, "accuracy": 0.9375, "test_log_likelihood": loglik + d}
+            for m, d in (("dpp", 0.0), ("standard", -0.1))
+        ]
+        results = {
+            "status": "complete",
+            "trials": records,
+            "validation": {"metric": "validation_log_likelihood", "value": objective},
+        }
+        (folder / "results.json").write_text(json.dumps(results))
+
+    job(0, 0.001, -0.30, -0.373)
+    job(1, 0.01, -0.25, -0.282)
+    job(2, 0.1, -0.25, -0.290)
+    frame = collect(tmp_path)
+    assert sweep_metric(frame) == "validation_log_likelihood"
+    assert [frame.loc[b, "job"] for b in best_jobs(frame, "validation_log_likelihood")] == [1, 2]
+    paths = write_sweep(tmp_path)
+    assert "best validation_log_likelihood = -0.25 (job 1: model.l2=0.01; job 2: model.l2=0.1)" in (
+        paths["md"].read_text()
+    )
+    assert paths["png"].is_file()
 
 
 def test_collect_names_the_folder_it_looked_in(tmp_path):

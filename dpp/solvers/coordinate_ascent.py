@@ -119,6 +119,8 @@ class StepDiagnostics(NamedTuple):
             decrease.
         grad_norm: ``[R]`` float, gradient norm of ``-L / sum(w)`` in the step's coordinates at
             the end of the (mu, beta)-step (NaN for Adam).
+        log_beta: ``[R]`` float, mean of ``log beta`` after the round (internal units; row 0:
+            the initial value).
     """
 
     prototype_iters: jax.Array
@@ -127,6 +129,7 @@ class StepDiagnostics(NamedTuple):
     theta_accepted: jax.Array
     linesearch_failures: jax.Array
     grad_norm: jax.Array
+    log_beta: jax.Array
 
 
 class FitResult(NamedTuple):
@@ -505,6 +508,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
         theta_accepted=jnp.zeros(rows, bool),
         linesearch_failures=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.linesearch_failures),
         grad_norm=jnp.full(rows, jnp.nan, value.dtype),
+        log_beta=jnp.zeros(rows, value.dtype).at[0].set(jnp.mean(params.log_beta)),
     )
 
     def validate(params):
@@ -545,6 +549,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             s.diag.theta_accepted.at[round_].set(theta_ok),
             s.diag.linesearch_failures.at[round_].set(proto.linesearch_failures + theta_failures),
             s.diag.grad_norm.at[round_].set(proto.grad_norm.astype(value.dtype)),
+            s.diag.log_beta.at[round_].set(jnp.mean(params.log_beta).astype(value.dtype)),
         )
         best = (s.best_params, s.best_val, s.best_round)
         val_history = s.val_history
