@@ -9,6 +9,8 @@ Start with :class:`DPPClassifier` (scikit-learn API over lists of ``[M_n, D]`` a
 :func:`load`; the functions below are the method's equations.
 """
 
+import importlib as _importlib
+
 from dpp.classifier import log_predictive, predict_proba
 from dpp.encoding import encode_hard, encode_soft, hard_assignment, pool, soft_assignment
 from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError, NonFiniteResultError
@@ -23,6 +25,19 @@ from dpp.likelihood import BetaPrior, Params, mean_log_likelihood, objective, se
 from dpp.model import FittedModel, fit_dpp
 from dpp.persist import load
 from dpp.sets import RaggedSets, one_hot
+
+#: Every module the README names, an attribute of the package after ``import dpp``
+#: (``dpp.optuna_sweeper``, the Hydra plugin's logic, is loaded by the sweeper: it imports Optuna).
+MODULES = (
+    "baselines", "classifier", "compilation", "config_check", "config_store", "datasets",
+    "datasets.adult", "datasets.generated", "datasets.indian_pines", "datasets.mpeg7",
+    "datasets.sets_file", "datasets.synthetic", "discovery", "encoding", "errors", "estimators",
+    "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
+    "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
+    "selection", "sets", "sharding", "solvers", "splits", "sweep", "tables", "tracking",
+)  # fmt: skip
+for _name in MODULES:
+    _importlib.import_module(f"{__name__}.{_name}")
 
 __all__ = [
     "BetaPrior",

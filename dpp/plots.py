@@ -92,6 +92,7 @@ def figure1(
                 sel = np.flatnonzero(set_class == c)
                 ax.scatter(sel, z[sel, 0], s=25, color=COLOURS[c % 6], label=names[c])
             ax.set_ylim(-0.05, 1.05)
+            ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
             ax.set_xlabel("set")
             ax.set_ylabel("$z_1$ (= 1 - $z_2$)")
             ax.legend(fontsize=8)
@@ -115,8 +116,8 @@ def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
     """Draws ``[K, 2]`` centres on a panel whose limits are the data's.
 
     A centre outside the data's box (beyond 10 % of its span) is drawn as an arrow at the edge,
-    pointing at it, labelled with its distance from the data's mean: far-out centres no longer
-    shrink the data to a dot.
+    pointing at it and labelled ``mu_k``; a box in the corner gives each one's distance from the
+    data's mean. Far-out centres no longer shrink the data to a dot.
     """
     lo, hi = np.min(vectors, axis=0), np.max(vectors, axis=0)
     pad = 0.1 * np.maximum(hi - lo, 1e-12)
@@ -124,6 +125,7 @@ def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
     inside = np.all((centres >= lo) & (centres <= hi), axis=1)
     ax.scatter(*centres[inside].T, s=70, color="black", marker="o", label="centres", zorder=3)
     middle = vectors.mean(axis=0)
+    far = []
     for k in np.flatnonzero(~inside):
         direction = centres[k] - middle
         # the largest step along the ray from the mean that stays in the box, less a margin
@@ -136,8 +138,21 @@ def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
             zorder=3,
         )  # fmt: skip
         ax.annotate(
-            f"$\\mu_{k}$: {np.linalg.norm(direction):.3g} from the data's mean", tail,
-            fontsize=8, ha="center", va="bottom", zorder=3,
+            f"$\\mu_{{{k}}}$",
+            tail,
+            fontsize=8,
+            ha="center",
+            va="center",
+            zorder=3,
+            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
+        )
+        far.append(f"$\\mu_{{{k}}}$ {np.linalg.norm(direction):.3g}")
+    if far:  # the distances in one box, so that many arrows do not bury the data in labels
+        lines = ["  ".join(far[i : i + 4]) for i in range(0, len(far), 4)]
+        ax.text(
+            0.99, 0.01, "out of view, distance from the data's mean:\n" + "\n".join(lines),
+            transform=ax.transAxes, fontsize=7, ha="right", va="bottom", zorder=4,
+            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9},
         )  # fmt: skip
     if not inside.all():
         ax.plot([], [], marker=r"$\rightarrow$", ls="", color="black", label="centre out of view")

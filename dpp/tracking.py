@@ -1,7 +1,7 @@
 """Experiment tracking with MLflow (``tracking=mlflow``; the optional extra ``tracking``).
 
-A run logs, to an MLflow tracking store (a local ``mlruns/`` file store by default, or any
-tracking URI):
+A run logs, to an MLflow tracking store (by default the local folder ``mlruns/``: a SQLite file
+``mlruns/mlflow.db`` and the artifacts in ``mlruns/artifacts/``; or any tracking URI):
 
 * parameters: the resolved config, flattened (``model.l2``, ``dataset.name``, ...); the config
   files as artifacts;
@@ -56,15 +56,30 @@ def _client(uri: str):
 
 
 def _uri(uri: str) -> str:
-    """A tracking URI; a plain path becomes an absolute ``file:`` URI (a local file store)."""
+    """A tracking URI; a plain path is a local store folder: ``sqlite:///<folder>/mlflow.db``.
+
+    (MLflow 3 keeps its ``./mlruns`` file store in maintenance mode and refuses it by default;
+    a SQLite file in the folder is its recommended local store.)
+    """
     if "://" in uri or uri.startswith("file:"):
         return uri
-    return Path(uri).expanduser().resolve().as_uri()
+    folder = Path(uri).expanduser().resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'mlflow.db'}"
 
 
-def _experiment_id(client, name: str) -> str:
+def _artifact_root(uri: str) -> str | None:
+    """For a local store folder, ``<folder>/artifacts``; else the server's default (``None``)."""
+    if "://" in uri or uri.startswith("file:"):
+        return None
+    return (Path(uri).expanduser().resolve() / "artifacts").as_uri()
+
+
+def _experiment_id(client, name: str, uri: str) -> str:
     experiment = client.get_experiment_by_name(name)
-    return experiment.experiment_id if experiment else client.create_experiment(name)
+    if experiment is not None:
+        return experiment.experiment_id
+    return client.create_experiment(name, artifact_location=_artifact_root(uri))
 
 
 def _flatten(tree, prefix: str = "") -> dict:
@@ -106,7 +121,7 @@ class MlflowRun:
         tags = {"dpp.run_dir": str(self.out.resolve()), "dpp.status": "running"}
         if parent_id is not None:
             tags["mlflow.parentRunId"] = parent_id
-        experiment = _experiment_id(self.client, str(cfg.tracking.experiment))
+        experiment = _experiment_id(self.client, str(cfg.tracking.experiment), cfg.tracking.uri)
         run = self.client.create_run(experiment, run_name=run_name or self.out.name, tags=tags)
         self.run_id = run.info.run_id
         flat = _flatten(OmegaConf.to_container(cfg, resolve=True))
@@ -204,7 +219,8 @@ class MlflowSweepCallback(Callback):
     """Hydra callback (``configs/tracking/mlflow.yaml``): one parent MLflow run per multirun.
 
     ``on_multirun_start`` creates it and writes its id to ``<sweep dir>/tracking_parent.json``,
-    where every job finds it; ``on_multirun_end`` logs the sweep's files (Optuna's
+    where every job finds it; ``on_multirun_end`` writes the sweep table and figure
+    (:func:`dpp.sweep.write_sweep`), logs them with the sweep's files (Optuna's
     ``optimization_results.yaml``) and ends it.
     """
 
@@ -216,7 +232,7 @@ class MlflowSweepCallback(Callback):
         client = _client(tracking.uri)
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
-        experiment = _experiment_id(client, str(tracking.experiment))
+        experiment = _experiment_id(client, str(tracking.experiment), tracking.uri)
         overrides = list(config.hydra.overrides.task)
         run = client.create_run(
             experiment,
@@ -234,6 +250,14 @@ class MlflowSweepCallback(Callback):
             return
         client = _client(tracking.uri)
         run_id = json.loads(parent_file.read_text())["run_id"]
-        for path in sorted(Path(config.hydra.sweep.dir).glob("*.yaml")):
-            client.log_artifact(run_id, str(path))
+        sweep_dir = Path(config.hydra.sweep.dir)
+        try:  # the sweep's table and figure (dpp/sweep.py), as scripts/collect.py writes them
+            from dpp.sweep import write_sweep
+
+            write_sweep(sweep_dir)
+        except (FileNotFoundError, ValueError) as err:
+            logger.warning("tracking: no sweep table for the parent run (%s)", err)
+        for pattern in ("*.yaml", "sweep.*"):
+            for path in sorted(sweep_dir.glob(pattern)):
+                client.log_artifact(run_id, str(path))
         client.set_terminated(run_id, "FINISHED")

@@ -31,3 +31,19 @@ def test_the_checker_finds_a_drifted_output(tmp_path):
     assert proc.returncode == 1 and "-old" in proc.stdout and "+new" in proc.stdout
     assert subprocess.run([*args, "--update"], cwd=REPO, capture_output=True).returncode == 0
     assert "```\nnew\n```" in readme.read_text()
+
+
+def test_import_dpp_gives_every_module_the_readme_names():
+    import re
+
+    import dpp
+
+    text = (REPO / "README.md").read_text()
+    files = set(re.findall(r"`dpp/([a-z_/]+)\.py", text))
+    dotted = set(re.findall(r"\bdpp\.([a-z_]+(?:\.[a-z_]+)*)\.[A-Z]", text))  # dpp.mod.Class
+    assert files and "compilation" in dotted
+    for name in sorted(files | dotted):
+        obj = dpp
+        for part in name.replace("/", ".").split("."):
+            obj = getattr(obj, part, None)
+            assert obj is not None, f"import dpp does not give dpp.{name}"
