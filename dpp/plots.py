@@ -80,7 +80,7 @@ def figure1(
         ax.set_title(title)
         ax.set_xlabel("$x_1$")
         ax.set_ylabel("$x_2$")
-        ax.legend(fontsize=8, loc="best")
+        ax.legend(fontsize=8, loc="best", framealpha=0.6)
     order = np.argsort(set_class, kind="stable")
     for ax, model, title in (
         (axes[1, 0], standard, "(c) standard prototype representation z"),
@@ -152,7 +152,7 @@ def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
         ax.text(
             0.99, 0.01, "out of view, distance from the data's mean:\n" + "\n".join(lines),
             transform=ax.transAxes, fontsize=7, ha="right", va="bottom", zorder=4,
-            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.9},
+            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.7},
         )  # fmt: skip
     if not inside.all():
         ax.plot([], [], marker=r"$\rightarrow$", ls="", color="black", label="centre out of view")
