@@ -26,8 +26,8 @@ from dpp.model import FittedModel, fit_dpp
 from dpp.persist import load
 from dpp.sets import RaggedSets, one_hot
 
-#: Every module the README names, an attribute of the package after ``import dpp``
-#: (``dpp.optuna_sweeper``, the Hydra plugin's logic, is loaded by the sweeper: it imports Optuna).
+#: Every module the README names, an attribute of the package after ``import dpp``, except
+#: :data:`OPTIONAL_MODULES`.
 MODULES = (
     "baselines", "classifier", "compilation", "config_check", "config_store", "datasets",
     "datasets.adult", "datasets.generated", "datasets.indian_pines", "datasets.mpeg7",
@@ -36,6 +36,9 @@ MODULES = (
     "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
     "selection", "sets", "sharding", "solvers", "splits", "sweep", "tables", "tracking",
 )  # fmt: skip
+#: Modules of an optional extra, loaded where they are used: ``optuna_sweeper`` (the ``sweep``
+#: extra's Optuna; Hydra's sweeper plugin imports it).
+OPTIONAL_MODULES = ("optuna_sweeper",)
 for _name in MODULES:
     _importlib.import_module(f"{__name__}.{_name}")
 

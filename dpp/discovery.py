@@ -94,7 +94,7 @@ def write_prototype_report(
         ax.set_xticks(range(len(names)), names, rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(k), labels, fontsize=8)
         ax.set_title(title, fontsize=9)
-        fig.colorbar(image, ax=ax, fraction=0.05)
+        fig.colorbar(image, ax=ax, fraction=0.05, label=title)
     axes[0].set_ylabel("prototype (usage)")
     fig.tight_layout()
     save_figure(fig, out_dir / "prototypes.png")

@@ -85,22 +85,46 @@ def test_optuna_sweeper_maximises_the_validation_metric_the_run_returns(tmp_path
     assert "Best value" in proc.stderr + proc.stdout
 
 
-def test_a_stored_optuna_study_grows_to_n_trials_across_invocations(tmp_path):
-    """Issue 22: sqlite storage works (SQLAlchemy 1.4 pinned); n_trials is the study's size."""
+def test_a_stored_optuna_study_survives_a_kill_and_grows_to_n_trials(tmp_path):
+    """Issue 22: sqlite storage works (SQLAlchemy 1.4 pinned); n_trials is the study's size, so
+    a sweep killed mid-way and launched again adds only the missing trials to the same study."""
+    import signal
+    import time
+
     import optuna
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     common = ["hparams_search=optuna", f"hydra.sweeper.storage={storage}",
               "hydra.sweeper.study_name=grow"]  # fmt: skip
-    _multirun(tmp_path / "first", *common, "hydra.sweeper.n_trials=2")
-    proc = _multirun(tmp_path / "second", *common, "hydra.sweeper.n_trials=3")
-    assert "holds 2 finished trial(s); n_trials=3: 1 to run" in proc.stderr + proc.stdout
+
+    def complete():
+        try:
+            study = optuna.load_study(study_name="grow", storage=storage)
+        except KeyError:
+            return 0
+        return sum(t.state.name == "COMPLETE" for t in study.trials)
+
+    args = [sys.executable, "experiments/run.py", "-m", *SMALL, *common,
+            "hydra.sweeper.n_trials=3", f"hydra.sweep.dir={tmp_path / 'killed'}"]  # fmt: skip
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while complete() < 1 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    killed_at = complete()
+    assert 1 <= killed_at <= 3
+    resumed = _multirun(tmp_path / "resumed", *common, "hydra.sweeper.n_trials=3")
+    if killed_at < 3:
+        assert f"holds {killed_at} finished trial(s)" in resumed.stderr + resumed.stdout
+    assert complete() == 3
+    _multirun(tmp_path / "grown", *common, "hydra.sweeper.n_trials=4")
     study = optuna.load_study(study_name="grow", storage=storage)
-    assert [t.state.name for t in study.trials] == ["COMPLETE"] * 3
-    params = [tuple(sorted(t.params.items())) for t in study.trials]
-    assert len(set(params)) == 3  # the continued study asks new points
-    assert [j.name.split("_")[0] for j in _jobs(tmp_path / "second")] == ["2"]  # trial number
-    assert study.best_value == max(t.value for t in study.trials)
+    done = [t for t in study.trials if t.state.name == "COMPLETE"]
+    assert len(done) == 4
+    assert len({tuple(sorted(t.params.items())) for t in done}) == 4  # new points each time
+    assert [j.name.split("_")[0] for j in _jobs(tmp_path / "grown")] == [str(len(study.trials) - 1)]
+    assert study.best_value == max(t.value for t in done)
 
 
 def test_validation_metric_comes_from_the_training_sets_only(tmp_path):
