@@ -349,8 +349,10 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         holds the metric's name and its value (:func:`validation_value`).
 
     Raises:
-        ConfigError: a bad config value (before anything is written) or a directory that
-            already holds a run.
+        ConfigError: a bad config value, ``devices`` beyond JAX's count, or a folder that holds
+            a run it may not continue (all before anything is written, :mod:`dpp.run_folder`);
+            a ``K`` beyond a trial's training vectors (before k-means; ``status = "failed"``).
+        DataError: a class too small for the split, naming the class and the file.
         NonFiniteResultError: a fit or metric is not finite; ``results.json`` then holds the
             trials finished so far with ``status = "failed"``.
         RunInterrupted: SIGTERM or SIGINT; ``status = "interrupted"``.
