@@ -143,16 +143,16 @@ def _finished(previous: dict) -> list[int]:
 
 
 def _flat_resolved(cfg: DictConfig) -> dict:
-    return _flatten(OmegaConf.to_container(cfg, resolve=True))
+    return flatten(OmegaConf.to_container(cfg, resolve=True))
 
 
-def _flatten(tree: dict, prefix: str = "") -> dict:
+def flatten(tree: dict, prefix: str = "") -> dict:
     """``{"a.b": value}`` for the leaves of a nested dict (lists are leaves)."""
     out = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out

@@ -31,6 +31,8 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from dpp.run_folder import flatten
+
 logger = logging.getLogger(__name__)
 
 #: Per-trial record fields logged as metrics (those present).
@@ -82,17 +84,6 @@ def _experiment_id(client, name: str, uri: str) -> str:
     return client.create_experiment(name, artifact_location=_artifact_root(uri))
 
 
-def _flatten(tree, prefix: str = "") -> dict:
-    out = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
-
-
 def _finite(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -124,7 +115,7 @@ class MlflowRun:
         experiment = _experiment_id(self.client, str(cfg.tracking.experiment), cfg.tracking.uri)
         run = self.client.create_run(experiment, run_name=run_name or self.out.name, tags=tags)
         self.run_id = run.info.run_id
-        flat = _flatten(OmegaConf.to_container(cfg, resolve=True))
+        flat = flatten(OmegaConf.to_container(cfg, resolve=True))
         params = [Param(k, str(v)[:6000]) for k, v in sorted(flat.items())]
         for start in range(0, len(params), 100):  # MLflow takes 100 parameters a batch
             self.client.log_batch(self.run_id, params=params[start : start + 100])
