@@ -8,6 +8,7 @@ dataclasses and loaders, so a bad value fails in a second, not after the data ha
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterable
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -185,6 +186,8 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         int_at_least(cfg, "dataset.pca_components", 1)
     if cfg.get("tracking") is not None:
         choice(cfg, "tracking.kind", ("mlflow",))
+        if importlib.util.find_spec("mlflow") is None:  # refused before the run folder is written
+            raise ConfigError("tracking=mlflow needs MLflow: pip install -e '.[tracking]'")
         for key in ("tracking.uri", "tracking.experiment"):
             if not isinstance(_get(cfg, key), str) or not _get(cfg, key):
                 raise ConfigError(f"{key} must be a non-empty string, got {_get(cfg, key)!r}")

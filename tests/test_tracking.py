@@ -79,3 +79,17 @@ def test_a_multirun_is_one_parent_run_with_a_child_per_job(tmp_path):
     assert "sweep.png" in {a.path for a in client.list_artifacts(parent_id)}
     jobs = sorted(p.name for p in (tmp_path / "sweep").iterdir() if p.is_dir())
     assert all("tracking" not in name for name in jobs)  # the key is left out of job names
+
+
+def test_tracking_without_mlflow_is_refused_before_the_run_folder_is_written(tmp_path, monkeypatch):
+    import importlib.util
+
+    from dpp.errors import ConfigError
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match=r"tracking=mlflow needs MLflow"):
+        run(_compose([*QUIET, "tracking=mlflow"]), output_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()
