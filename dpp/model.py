@@ -334,12 +334,63 @@ def fit_dpp(
     if not isinstance(padded, RaggedSets):  # replicated over a mesh: to this process's device
         result = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), result)
     seconds = time.perf_counter() - t0
-    per_round = round_seconds(clock)
+    return finish_fit(
+        result,
+        log_beta0,
+        train.vectors,
+        normalizer,
+        mode,
+        seconds,
+        devices=used_devices,
+        early=early,
+        skipped=skipped,
+        round_seconds=round_seconds(clock),
+    )
+
+
+def finish_fit(
+    result: FitResult,
+    log_beta0: Float[Array, "*B"],
+    train_vectors,
+    normalizer: Normalizer,
+    mode: str,
+    seconds: float,
+    devices: int = 1,
+    early: dict | None = None,
+    skipped: str | None = None,
+    round_seconds: list[float] | None = None,
+    extra: dict | None = None,
+) -> FittedModel:
+    """The :class:`FittedModel` of one finished fit: its checks, status and report.
+
+    The last phase of :func:`fit_dpp`, apart so that anything that runs the solver itself gets
+    the same checks and the same ``info``.
+
+    Args:
+        result: the fit's :class:`~dpp.solvers.coordinate_ascent.FitResult`.
+        log_beta0: the starting ``log beta`` (internal units).
+        train_vectors: ``[U, D]`` training vectors in internal units (for the saturated
+            fraction).
+        normalizer: the map into internal units.
+        mode: ``coordinate_ascent`` or ``joint``.
+        seconds: wall-clock seconds of the fit.
+        devices: devices the fit used.
+        early: the early-stopping record, if any.
+        skipped: why early stopping was skipped, if it was.
+        round_seconds: seconds of each round (verbose fits), else ``None``.
+        extra: more entries for ``info``.
+
+    Returns:
+        The fitted model (see :func:`fit_dpp` for ``info``).
+
+    Raises:
+        NonFiniteResultError: for non-finite parameters (naming which).
+    """
     params = result.params
     for name, value in zip(Params._fields, params, strict=True):
         if not np.all(np.isfinite(np.asarray(value))):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
-    saturated = saturated_fraction(train.vectors, params.mu, params.log_beta)
+    saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
     best_round = None if early is None else early["best_round"]
     status, reason = fit_status(result, saturated, mode, best_round)
     rounds = int(result.num_rounds)
@@ -363,16 +414,17 @@ def fit_dpp(
         "beta": float(beta) if beta.ndim == 0 else [float(b) for b in beta],
         "beta_ratio": float(np.max(beta) / beta_init),
         "saturated_fraction": saturated,
-        "devices": used_devices,
+        "devices": devices,
         "seconds": seconds,
         "steps": diag,
     }
-    if len(per_round) == rounds:
-        diag["seconds"] = [None, *per_round]  # row 0 (initial Theta-step) is inside round 1
+    if round_seconds is not None and len(round_seconds) == rounds:
+        diag["seconds"] = [None, *round_seconds]  # row 0 (initial Theta-step) is inside round 1
     if early is not None:
         info["early_stopping"] = early
     elif skipped is not None:
         info["early_stopping"] = {"skipped": skipped}
+    info.update(extra or {})
     return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
 
 
