@@ -758,16 +758,18 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     preprocessing, k-means and DPP), the ``l2`` path of each fold and ``K`` is fitted from the
     strongest ``l2`` down with warm starts, and the best candidate is refitted on all training
     sets (from k-means). ``l2`` is a strength on the summed log-likelihood, so a fold's fit,
-    on ``(folds - 1) / folds`` of the sets, uses ``l2 * (folds - 1) / folds``: a value of the
-    grid means the same strength on every fit.
+    on a fraction ``r`` of the sets' total weight (``(folds - 1) / folds`` for equal folds),
+    uses ``l2 * r``: a value of the grid means the same strength on every fit.
 
     Args:
         estimator: the estimator to tune (default ``DPPClassifier()``; the baselines of
             :mod:`dpp.estimators` work too, which gives every method the same selection).
         l2s: candidate ``l2`` values (>= 0).
         n_prototypes: candidate ``K`` values, or ``None`` for the estimator's own.
-        cv: number of folds (stratified on the most probable class when every class has that
-            many sets).
+        cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
+            probable class when every class has that many sets), a scikit-learn splitter
+            (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
+            ``(train, validation)`` index arrays (:func:`dpp.selection.cv_splits`).
         scoring: ``log_likelihood`` (mean validation log-likelihood per set, nats; works with
             soft labels) or ``accuracy``.
 
@@ -783,7 +785,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         estimator=None,
         l2s=(1e-3, 1e-2, 1e-1, 1.0),
         n_prototypes=None,
-        cv: int = 5,
+        cv=5,
         scoring: str = "log_likelihood",
     ):
         _store(self, locals())
@@ -803,12 +805,13 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             ``self``.
 
         Raises:
-            ValueError: an empty or negative grid, ``cv < 2`` or more folds than sets, an
-                unknown ``scoring``, and the errors of the estimator's ``fit``.
+            ValueError: an empty or negative grid, a ``cv`` of fewer than 2 or more folds than
+                sets or with bad index arrays, an unknown ``scoring``, and the errors of the
+                estimator's ``fit``.
         """
         from sklearn.base import clone
 
-        from dpp.selection import cv_folds
+        from dpp.selection import cv_splits
 
         base = DPPClassifier() if self.estimator is None else self.estimator
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
@@ -817,17 +820,17 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
         for k in ks:
             check.int_at_least("n_prototypes", k, 1)
-        check.int_at_least("cv", self.cv, 2)
         check.choice("scoring", self.scoring, SCORINGS)
         sets, classes = labelled_sets(X, y, sample_weight)
         seed = 0 if base.random_state is None else int(base.random_state)
-        folds = cv_folds(np.asarray(sets.labels), self.cv, seed, groups)
-        shrink = (self.cv - 1) / self.cv
+        folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
+        weights = np.asarray(sets.weights, np.float64)
         candidates = [(k, l2) for k in ks for l2 in l2s]
         scores = np.zeros((len(candidates), len(folds)))
         seconds = np.zeros(len(candidates))
         for f, (fit_idx, val_idx) in enumerate(folds):
             part, held = sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx))
+            shrink = weights[fit_idx].sum() / weights.sum()  # the fold's share of the weight
             for k in ks:
                 est = clone(base).set_params(n_prototypes=k, warm_start=True)
                 for l2 in l2s:

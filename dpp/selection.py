@@ -8,6 +8,9 @@ with the highest mean validation log-likelihood per set. The test sets are never
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Iterable
+
 import jax.numpy as jnp
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedGroupKFold, StratifiedKFold
@@ -47,6 +50,60 @@ def cv_folds(
         splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
         return list(splitter.split(np.zeros(len(strata)), strata))
     return list(KFold(folds, shuffle=True, random_state=seed).split(np.zeros(len(strata))))
+
+
+def cv_splits(
+    cv, labels: np.ndarray, seed: int, groups: np.ndarray | None = None
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, validation) index pairs from ``cv`` as scikit-learn's ``GridSearchCV`` reads it.
+
+    Args:
+        cv: a number of folds (:func:`cv_folds`: stratified, or grouped with ``groups``), a
+            scikit-learn splitter (anything with ``split(X, y, groups)``; ``y`` is the most
+            probable class of each set), or an iterable of ``(train, validation)`` index arrays.
+        labels: ``[N, C]`` soft labels.
+        seed: shuffling seed of the folds when ``cv`` is a number.
+        groups: optional ``[N]`` group of each set.
+
+    Returns:
+        The pairs, as int64 arrays.
+
+    Raises:
+        ValueError: a number below 2 or above ``N``, a pair with an empty part, indices outside
+            ``[0, N)``, repeated, or shared by both parts, or no pair at all.
+    """
+    labels = np.asarray(labels)
+    n = labels.shape[0]
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        return cv_folds(labels, int(cv), seed, groups)
+    if hasattr(cv, "split") and not isinstance(cv, str | bytes):
+        pairs = cv.split(np.zeros((n, 1)), np.argmax(labels, axis=1), groups)
+    elif isinstance(cv, Iterable) and not isinstance(cv, str | bytes):
+        pairs = cv
+    else:
+        raise ValueError(
+            f"cv must be a number of folds, a scikit-learn splitter or an iterable of "
+            f"(train, validation) index arrays; got {cv!r}"
+        )
+    splits = []
+    for f, pair in enumerate(pairs):
+        parts = [np.asarray(part) for part in pair] if isinstance(pair, Iterable) else []
+        if len(parts) != 2 or any(part.dtype.kind not in "iu" for part in parts):
+            raise ValueError(f"cv split {f} is not a (train, validation) pair of index arrays")
+        train, val = (part.astype(np.int64) for part in parts)
+        for name, part in (("training", train), ("validation", val)):
+            if part.ndim != 1 or part.size == 0:
+                raise ValueError(f"cv split {f}: the {name} part must be a non-empty 1-D array")
+            if part.min() < 0 or part.max() >= n or np.unique(part).size != part.size:
+                raise ValueError(
+                    f"cv split {f}: the {name} indices must be distinct and lie in [0, {n})"
+                )
+        if np.intersect1d(train, val).size:
+            raise ValueError(f"cv split {f}: a set is both trained on and validated on")
+        splits.append((train, val))
+    if not splits:
+        raise ValueError("cv gave no (train, validation) split")
+    return splits
 
 
 def cv_scores(

@@ -368,3 +368,39 @@ def test_missing_labels_are_refused_by_name(problem, labels):
     X = problem[0]
     with pytest.raises(ValueError, match=r"y has no label \(None or NaN\) for \d+ of 60 sets"):
         DPPClassifier().fit(X, np.asarray(labels, dtype=object))
+
+
+def test_dpp_classifier_cv_takes_a_splitter_or_index_pairs_as_grid_search_does(problem):
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    X, y, _, _ = problem
+    grid = {"l2s": [2e-2, 20.0], "n_prototypes": [3]}
+    base = DPPClassifier(**QUICK)
+    by_number = DPPClassifierCV(base, cv=3, **grid).fit(X, y)
+    splitter = StratifiedKFold(3, shuffle=True, random_state=base.random_state)
+    by_splitter = DPPClassifierCV(base, cv=splitter, **grid).fit(X, y)
+    pairs = list(splitter.split(np.zeros(len(y)), y))
+    by_pairs = DPPClassifierCV(base, cv=iter(pairs), **grid).fit(X, y)
+    # an int is the same stratified split as the splitter; the pairs give the same folds
+    for search in (by_splitter, by_pairs):
+        np.testing.assert_allclose(
+            search.cv_results_["mean_test_score"], by_number.cv_results_["mean_test_score"]
+        )
+    one = DPPClassifierCV(base, cv=[(np.arange(0, 30), np.arange(30, len(y)))], **grid)
+    assert [key for key in one.fit(X, y).cv_results_ if key.startswith("split")] == [
+        "split0_test_score"
+    ]
+    two = DPPClassifierCV(base, cv=KFold(2), **grid).fit(X, y).cv_results_
+    assert "split1_test_score" in two and "split2_test_score" not in two
+    bad = {
+        "cv=1": 1,
+        "a set on both sides": [(np.arange(0, 30), np.arange(20, 40))],
+        "outside [0, N)": [(np.arange(0, 30), np.array([len(y)]))],
+        "boolean masks": [(np.ones(len(y), bool), np.zeros(len(y), bool))],
+        "no pair": [],
+        "a string": "five",
+    }
+    for name, cv in bad.items():
+        with pytest.raises(ValueError, match="cv|folds") as raised:
+            DPPClassifierCV(base, cv=cv, **grid).fit(X, y)
+        assert raised.value.args, name
