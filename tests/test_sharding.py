@@ -20,15 +20,24 @@ from dpp.sharding import device_mesh, shard_sets, split_points
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_four_device_fits_equal_one_device():
+def _multidevice_checks(select: str, passed: int) -> None:
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         "tests/multidevice_checks.py"],
+         "tests/multidevice_checks.py", "-k", select],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert "9 passed" in proc.stdout, proc.stdout[-2000:]
+    assert f"{passed} passed" in proc.stdout, proc.stdout[-2000:]
+
+
+def test_four_device_fits_equal_one_device():
+    _multidevice_checks("not cli_devices and not early_stopping", 7)
+
+
+@pytest.mark.slow  # two CLI runs with figures and an early-stopping fit (about 50 s)
+def test_four_device_cli_run_and_early_stopping_equal_one_device():
+    _multidevice_checks("cli_devices or early_stopping", 2)
 
 
 def _free_port() -> int:
@@ -37,6 +46,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # three processes that each import and compile (about 50 s)
 def test_two_process_fit_equals_single_process(tmp_path):
     script = [sys.executable, "tests/distributed_fit.py"]
     subprocess.run([*script, str(tmp_path / "one.npz")], cwd=REPO, check=True, timeout=300)

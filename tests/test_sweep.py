@@ -41,7 +41,9 @@ def _jobs(sweep_dir: Path) -> list[Path]:
     return sorted(p for p in sweep_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-@pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
+@pytest.mark.parametrize(
+    "launcher", ["joblib", pytest.param("submitit_local", marks=pytest.mark.slow)]
+)  # one launcher in the default run (35-40 s each); both with -m slow
 def test_launcher_runs_jobs_into_folders_named_by_overrides_and_collect_tables_them(
     tmp_path, launcher
 ):
