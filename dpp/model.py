@@ -66,13 +66,6 @@ _log_predictive = jax.jit(log_predictive)
 _max_codes = jax.jit(max_codes)
 
 
-def encode_soft_jit(
-    sets: RaggedSets, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]
-) -> Float[Array, "N K"]:
-    """:func:`dpp.encoding.encode_soft` compiled once per bucket of sizes (padded, then cut)."""
-    return _encode_soft_jit(sets.bucketed(), mu, log_beta)[: sets.num_sets]
-
-
 def encode_hard_jit(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"]:
     """:func:`dpp.encoding.encode_hard` compiled once per bucket of sizes (padded, then cut)."""
     return _encode_hard_jit(sets.bucketed(), mu)[: sets.num_sets]
