@@ -337,7 +337,7 @@ def fit_dpp(
         devices=used_devices,
         early=early,
         skipped=skipped,
-        round_seconds=round_seconds(clock),
+        per_round=round_seconds(clock),
     )
 
 
@@ -351,8 +351,7 @@ def finish_fit(
     devices: int = 1,
     early: dict | None = None,
     skipped: str | None = None,
-    round_seconds: list[float] | None = None,
-    extra: dict | None = None,
+    per_round: list[float] | None = None,
 ) -> FittedModel:
     """The :class:`FittedModel` of one finished fit: its checks, status and report.
 
@@ -370,8 +369,7 @@ def finish_fit(
         devices: devices the fit used.
         early: the early-stopping record, if any.
         skipped: why early stopping was skipped, if it was.
-        round_seconds: seconds of each round (verbose fits), else ``None``.
-        extra: more entries for ``info``.
+        per_round: seconds of each round (verbose fits), else ``None``.
 
     Returns:
         The fitted model (see :func:`fit_dpp` for ``info``).
@@ -411,13 +409,12 @@ def finish_fit(
         "seconds": seconds,
         "steps": diag,
     }
-    if round_seconds is not None and len(round_seconds) == rounds:
-        diag["seconds"] = [None, *round_seconds]  # row 0 (initial Theta-step) is inside round 1
+    if per_round is not None and len(per_round) == rounds:
+        diag["seconds"] = [None, *per_round]  # row 0 (initial Theta-step) is inside round 1
     if early is not None:
         info["early_stopping"] = early
     elif skipped is not None:
         info["early_stopping"] = {"skipped": skipped}
-    info.update(extra or {})
     return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
 
 
