@@ -11,6 +11,7 @@ Start with :class:`DPPClassifier` (scikit-learn API over lists of ``[M_n, D]`` a
 
 import importlib as _importlib
 
+from dpp.baselines.pooling import BagOfWordsClassifier, PoolingClassifier
 from dpp.classifier import log_predictive, predict_proba
 from dpp.encoding import encode_hard, encode_soft, hard_assignment, pool, soft_assignment
 from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError, NonFiniteResultError
@@ -29,7 +30,8 @@ from dpp.sets import RaggedSets, one_hot
 #: Every module the README names, an attribute of the package after ``import dpp``, except
 #: :data:`OPTIONAL_MODULES`.
 MODULES = (
-    "baselines", "classifier", "compilation", "config_check", "config_store", "datasets",
+    "baselines", "baselines.pooling", "classifier", "compilation", "config_check",
+    "config_store", "datasets",
     "datasets.adult", "datasets.generated", "datasets.indian_pines", "datasets.mpeg7",
     "datasets.sets_file", "datasets.synthetic", "discovery", "encoding", "errors", "estimators",
     "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
@@ -43,6 +45,7 @@ for _name in MODULES:
     _importlib.import_module(f"{__name__}.{_name}")
 
 __all__ = [
+    "BagOfWordsClassifier",
     "BetaPrior",
     "ClassPriorClassifier",
     "DPPClassifier",
@@ -52,6 +55,7 @@ __all__ = [
     "FitWarning",
     "ModelFileError",
     "NonFiniteResultError",
+    "PoolingClassifier",
     "InfoLossClassifier",
     "StandardPrototypeClassifier",
     "FittedModel",

@@ -15,6 +15,7 @@ import inspect
 
 from hydra.core.config_store import ConfigStore
 
+from dpp.baselines.pooling import POOLED_ESTIMATORS
 from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, DPPClassifier
 from dpp.solvers.options import OPTIMIZERS
 
@@ -29,7 +30,13 @@ def model_node(cls) -> dict:
     """The ``model`` config of an estimator: ``_target_`` and its method parameters."""
     defaults = estimator_defaults(cls)
     node = {"_target_": f"{cls.__module__}.{cls.__name__}"}
-    node.update({k: v for k, v in defaults.items() if k not in EXPERIMENT_PARAMS})
+    node.update(
+        {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in defaults.items()
+            if k not in EXPERIMENT_PARAMS
+        }
+    )
     return node
 
 
@@ -42,7 +49,7 @@ def kmeans_node() -> dict:
 def register() -> None:
     """Stores the defaults in Hydra's ``ConfigStore`` (idempotent)."""
     cs = ConfigStore.instance()
-    for method, cls in ESTIMATORS.items():
+    for method, cls in {**ESTIMATORS, **POOLED_ESTIMATORS}.items():
         cs.store(group="dpp_defaults/model", name=method, node=model_node(cls))
     for name, options in OPTIMIZERS.items():
         cs.store(group="dpp_defaults/optimizer", name=name, node={"name": name, **options})

@@ -47,6 +47,7 @@ from dpp.baselines.standard import fit_standard
 from dpp.errors import FitWarning, NonFiniteResultError
 from dpp.init import kmeans_centres
 from dpp.likelihood import BetaPrior
+from dpp.metrics import weighted_score
 from dpp.model import CLEAN_STATUSES, MODES, FittedModel, fit_dpp
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
@@ -491,7 +492,8 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior_loc: first parameter of the prior.
         beta_prior_scale: second parameter of the prior (> 0).
         standardize: scale every feature to zero mean and unit variance (fitted on the
-            training vectors).
+            training vectors; the default, since features of real data rarely share a scale;
+            the experiments preprocess by their dataset config instead).
         pca_components: project on this many principal components (after standardising).
         init: ``"k-means"`` or ``[K, D']`` initial centres (units after preprocessing).
         warm_start: start from the previous fit's ``mu``, ``beta`` and ``Theta`` when the
@@ -529,7 +531,7 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior: str = _FIT.prior.kind,
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
-        standardize: bool = False,
+        standardize: bool = True,
         pca_components: int | None = None,
         init="k-means",
         warm_start: bool = False,
@@ -619,7 +621,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         self,
         n_prototypes: int = 10,
         l2: float = _FIT.l2,
-        standardize: bool = False,
+        standardize: bool = True,
         pca_components: int | None = None,
         init="k-means",
         warm_start: bool = False,
@@ -666,7 +668,7 @@ class InfoLossClassifier(PrototypeClassifier):
         max_rounds: int = _INFOLOSS.max_rounds,
         tol: float = _INFOLOSS.tol,
         centre_max_iter: int = _INFOLOSS.centre_solver.max_iter,
-        standardize: bool = False,
+        standardize: bool = True,
         pca_components: int | None = None,
         init="k-means",
         warm_start: bool = False,
@@ -715,7 +717,7 @@ class ClassPriorClassifier(PrototypeClassifier):
         self,
         n_prototypes: int = 1,
         l2: float = 0.0,
-        standardize: bool = False,
+        standardize: bool = True,
         pca_components: int | None = None,
         init="k-means",
         warm_start: bool = False,
@@ -772,10 +774,18 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             ``(train, validation)`` index arrays (:func:`dpp.selection.cv_splits`).
         scoring: ``log_likelihood`` (mean validation log-likelihood per set, nats; works with
             soft labels) or ``accuracy``.
+        max_extensions: while the best ``l2`` is the largest (smallest) of its grid, one more
+            value a grid step beyond it is cross-validated, up to this many on each side (0:
+            the grid as given).
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
-    ``rank_test_score``, ``mean_fit_time``), ``best_estimator_`` (refitted), and the fitted
+    ``rank_test_score``, ``mean_fit_time``; values added beyond the grid are candidates too),
+    ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only value``:
+    where the chosen ``l2`` lies among those scored for its ``K``), ``l2s_added_``,
+    ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
+    training label) and ``beats_prior_`` (``best_score_ > prior_score_``),
+    ``best_estimator_`` (refitted), and the fitted
     attributes of ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
     ``n_features_in_``, ...). ``save`` writes ``best_estimator_``.
     """
@@ -787,11 +797,17 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         n_prototypes=None,
         cv=5,
         scoring: str = "log_likelihood",
+        max_extensions: int = 3,
     ):
         _store(self, locals())
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Cross-validates every (``n_prototypes``, ``l2``) candidate, then refits the best.
+
+        When the best ``l2`` is the largest or smallest of its ``K``'s grid, one more value a
+        grid step beyond it is cross-validated, up to ``max_extensions`` on each side
+        (:func:`dpp.selection.choose_on_path`): the choice ends inside the grid, or its
+        position says it did not.
 
         Args:
             X: training sets (see the module docstring).
@@ -811,7 +827,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         from sklearn.base import clone
 
-        from dpp.selection import cv_splits
+        from dpp.selection import choose_on_path, cv_splits
 
         base = DPPClassifier() if self.estimator is None else self.estimator
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
@@ -821,34 +837,64 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         for k in ks:
             check.int_at_least("n_prototypes", k, 1)
         check.choice("scoring", self.scoring, SCORINGS)
+        check.int_at_least("max_extensions", self.max_extensions, 0)
         sets, classes = labelled_sets(X, y, sample_weight)
         seed = 0 if base.random_state is None else int(base.random_state)
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         weights = np.asarray(sets.weights, np.float64)
-        candidates = [(k, l2) for k in ks for l2 in l2s]
-        scores = np.zeros((len(candidates), len(folds)))
-        seconds = np.zeros(len(candidates))
-        for f, (fit_idx, val_idx) in enumerate(folds):
-            part, held = sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx))
-            shrink = weights[fit_idx].sum() / weights.sum()  # the fold's share of the weight
-            for k in ks:
-                est = clone(base).set_params(n_prototypes=k, warm_start=True)
-                for l2 in l2s:
-                    i = candidates.index((k, l2))
+        parts = [
+            (sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx)))
+            for fit_idx, val_idx in folds
+        ]
+        shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
+        fold_scores: dict[tuple[int, float], np.ndarray] = {}
+        seconds: dict[tuple[int, float], float] = {}
+        last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2 fitted
+
+        def cross_validate(k: int, path: list[float], warm: bool) -> None:
+            """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold."""
+            for f, (part, held) in enumerate(parts):
+                est = last.get((f, k)) if warm else None
+                if est is None:
+                    est = clone(base).set_params(n_prototypes=k, warm_start=True)
+                for l2 in path:
                     t0 = time.perf_counter()
-                    est.set_params(l2=l2 * shrink).fit(part)
-                    seconds[i] += (time.perf_counter() - t0) / len(folds)
-                    scores[i, f] = _validation_score(est, held, self.scoring)
+                    est.set_params(l2=float(l2 * shrink[f])).fit(part)
+                    key = (k, l2)
+                    seconds[key] = seconds.get(key, 0.0) + (time.perf_counter() - t0) / len(parts)
+                    fold_scores.setdefault(key, np.zeros(len(parts)))[f] = _validation_score(
+                        est, held, self.scoring
+                    )
                     logger.info(
                         "fold %d K=%d l2=%.3g: validation %s %.4f",
                         f,
                         k,
                         l2,
                         self.scoring,
-                        scores[i, f],
+                        fold_scores[key][f],
                     )
-        mean = scores.mean(axis=1)
+                if warm or (f, k) not in last:
+                    last[f, k] = est
+
+        for k in ks:
+            cross_validate(k, l2s, warm=True)
+        mean = {key: float(v.mean()) for key, v in fold_scores.items()}
         # best score; ties go to the stronger l2, then the fewer prototypes
+        best_k = max(mean, key=lambda c: (mean[c], c[1], -c[0]))[0]
+
+        def score_new(l2: float) -> float:
+            # weaker than the path: continue each fold's path; stronger: a fresh fit
+            weakest = min(v for k, v in fold_scores if k == best_k)
+            cross_validate(best_k, [l2], warm=l2 < weakest)
+            return float(fold_scores[best_k, l2].mean())
+
+        path = [v for k, v in fold_scores if k == best_k]
+        choice = choose_on_path(
+            path, [mean[best_k, v] for v in path], score_new, int(self.max_extensions)
+        )
+        candidates = list(fold_scores)
+        scores = np.stack([fold_scores[c] for c in candidates])
+        mean = scores.mean(axis=1)
         best = max(
             range(len(candidates)), key=lambda i: (mean[i], candidates[i][1], -candidates[i][0])
         )
@@ -863,11 +909,17 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             "std_test_score": scores.std(axis=1),
             **{f"split{f}_test_score": scores[:, f] for f in range(len(folds))},
             "rank_test_score": rank,
-            "mean_fit_time": seconds,
+            "mean_fit_time": np.array([seconds[c] for c in candidates]),
         }
         self.best_params_ = dict(self.cv_results_["params"][best])
         self.best_score_ = float(mean[best])
         self.best_index_ = int(best)
+        self.best_position_ = choice.position  # the best is best_k's: only its path grew
+        self.l2s_added_ = list(choice.added)
+        self.prior_score_ = float(
+            np.mean([_prior_score(part, held, self.scoring) for part, held in parts])
+        )
+        self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.best_estimator_ = clone(base).set_params(**self.best_params_).fit(sets)
         self.best_estimator_.classes_ = classes
         self.classes_ = classes
@@ -911,10 +963,12 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
 
 def _validation_score(estimator, sets: RaggedSets, scoring: str) -> float:
     """Weighted mean over ``sets`` of the log-likelihood per set (nats) or of the accuracy."""
-    log_p = estimator.predict_log_proba(sets)
-    labels, weights = np.asarray(sets.labels, np.float64), np.asarray(sets.weights, np.float64)
-    if scoring == "accuracy":
-        per_set = (np.argmax(log_p, axis=1) == np.argmax(labels, axis=1)).astype(np.float64)
-    else:
-        per_set = np.sum(labels * log_p, axis=1)
-    return float(np.average(per_set, weights=weights))
+    return weighted_score(estimator.predict_log_proba(sets), sets.labels, sets.weights, scoring)
+
+
+def _prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
+    """The validation score of the class prior of ``part`` (its weighted mean label) on ``held``."""
+    prior = np.average(np.asarray(part.labels, np.float64), axis=0, weights=part.weights)
+    with np.errstate(divide="ignore"):
+        log_p = np.broadcast_to(np.log(prior), (held.num_sets, prior.size))
+    return weighted_score(log_p, held.labels, held.weights, scoring)

@@ -32,7 +32,7 @@ from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
-from dpp.estimators import Affine
+from dpp.estimators import Affine, PrototypeClassifier
 from dpp.experiment_settings import method_configs, trial_settings
 from dpp.model import CLEAN_STATUSES
 from dpp.protocol import Trial, run_trial
@@ -256,10 +256,13 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
 
     The trial's preprocessing (standardisation, PCA fitted on its training part) is folded into
     each saved estimator, so the files predict on sets in the dataset loader's units (what
-    ``scripts/predict.py`` reads), and the dataset's class names become ``classes_``.
+    ``scripts/predict.py`` reads), and the dataset's class names become ``classes_``. Methods
+    without a model file (the pooled logistic-regression baselines) are not saved.
     """
     paths = {}
     for name, estimator in trial.estimators.items():
+        if not saves_model(type(estimator)):
+            continue
         saved = copy.copy(estimator)
         if len(class_names) == len(saved.classes_):
             saved.classes_ = np.asarray(class_names)
@@ -276,6 +279,11 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
         paths[name] = folder / f"{name}.npz"
         saved.save(paths[name])
     return paths
+
+
+def saves_model(cls) -> bool:
+    """Whether a method's estimator class writes a model file (:mod:`dpp.persist`)."""
+    return issubclass(cls, PrototypeClassifier)
 
 
 def _check_devices(devices) -> None:
@@ -318,7 +326,11 @@ def _kept_records(out: Path, cfg: DictConfig, methods, previous: dict | None) ->
     for record in previous.get("trials", []):
         by_trial.setdefault(record["trial"], []).append(record)
     figures, _ = _trial_figures(cfg, methods, quiet=True)
-    trial0_files = [out / "models" / f"{m}.npz" for m in methods]
+    trial0_files = [
+        out / "models" / f"{m}.npz"
+        for m, method_cfg in methods.items()
+        if saves_model(hydra.utils.get_class(method_cfg._target_))
+    ]
     trial0_files += [out / TRIAL_FIGURE_FILES[name] for name in figures]
     kept = []
     for trial, rows in sorted(by_trial.items()):

@@ -13,8 +13,6 @@ import dataclasses
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from dpp.estimators import PrototypeClassifier
-
 #: Metrics ``experiments/run.py`` can return for a sweeper to maximise (``validation.metric``):
 #: a held-out part of each trial's training sets, or the best cross-validation score.
 VALIDATION_METRICS = ("validation_log_likelihood", "validation_accuracy", "cv_score")
@@ -41,26 +39,30 @@ class TrialSettings:
     standardize: bool
     pca_components: int | None
     l2_selection: dict
-    methods: dict[str, PrototypeClassifier]
+    methods: dict  # name -> unfitted scikit-learn estimator
     validation: dict = dataclasses.field(default_factory=lambda: {"metric": None})
 
 
-def make_estimator(method_cfg: DictConfig, cfg: DictConfig) -> PrototypeClassifier:
-    """Instantiates a method config (``_target_``) with the run-wide parameters.
+def make_estimator(method_cfg: DictConfig, cfg: DictConfig):
+    """Instantiates a method config (``_target_``) with the run-wide parameters it takes.
 
     The parameters are checked by ``check_config`` before the run and by ``fit``.
     """
     estimator = hydra.utils.instantiate(method_cfg, _convert_="all")
     optimizer = OmegaConf.to_container(cfg.optimizer, resolve=True)
-    estimator.set_params(
-        optimizer=optimizer.pop("name"),
-        optimizer_options=optimizer,
-        kmeans_n_init=int(cfg.kmeans.n_init),
-        kmeans_max_iter=int(cfg.kmeans.max_iter),
-        verbose=bool(cfg.verbose),
-    )
-    if "devices" in estimator.get_params():  # the estimators that can split their sets
-        estimator.set_params(devices=cfg.devices)
+    run_wide = {
+        "optimizer": optimizer.pop("name"),
+        "optimizer_options": optimizer,
+        "kmeans_n_init": int(cfg.kmeans.n_init),
+        "kmeans_max_iter": int(cfg.kmeans.max_iter),
+        "verbose": bool(cfg.verbose),
+        "devices": cfg.devices,
+        # the trial preprocesses the sets itself (dataset.standardize, dataset.pca_components)
+        "standardize": False,
+        "pca_components": None,
+    }
+    params = estimator.get_params()
+    estimator.set_params(**{k: v for k, v in run_wide.items() if k in params})
     return estimator
 
 

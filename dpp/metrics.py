@@ -54,6 +54,30 @@ def mean_log_likelihood(log_probs: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(np.sum(labels * log_probs, axis=1)))
 
 
+def weighted_score(log_probs, labels, weights, scoring: str = "log_likelihood") -> float:
+    """Weighted mean over sets of the log-likelihood per set (nats) or of the accuracy.
+
+    What model selection compares (:class:`dpp.DPPClassifierCV`, the pooled baselines).
+
+    Args:
+        log_probs: ``[N, C]`` predictive log-probabilities.
+        labels: ``[N, C]`` soft or one-hot labels.
+        weights: ``[N]`` non-negative set weights (not all 0).
+        scoring: ``log_likelihood`` (``sum_j P~_nj log p_nj``; ``-inf`` where a class with
+            label mass has probability 0) or ``accuracy`` (argmax against the label's argmax).
+
+    Returns:
+        The weighted mean.
+    """
+    log_probs = np.asarray(log_probs, np.float64)
+    labels = np.asarray(labels, np.float64)
+    if scoring == "accuracy":
+        per_set = (np.argmax(log_probs, axis=1) == np.argmax(labels, axis=1)).astype(np.float64)
+    else:
+        per_set = np.sum(np.where(labels > 0, labels * log_probs, 0.0), axis=1)
+    return float(np.average(per_set, weights=np.asarray(weights, np.float64)))
+
+
 def kl_bits(log_probs: np.ndarray, labels: np.ndarray) -> float:
     """Mean ``KL(P~_n || p_n)`` in bits, with ``0 log 0 = 0``.
 

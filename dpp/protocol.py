@@ -40,8 +40,8 @@ class Trial(NamedTuple):
 
     train: RaggedSets
     test: RaggedSets
-    models: dict[str, FittedModel]
-    estimators: dict[str, PrototypeClassifier]  # fitted, on the preprocessed sets
+    models: dict[str, FittedModel]  # the prototype methods' models
+    estimators: dict  # every method's fitted estimator, on the preprocessed sets
     transform: Pipeline | None  # the fitted preprocessing (None: identity)
     train_idx: np.ndarray  # indices of the training sets in the dataset
     test_idx: np.ndarray
@@ -80,21 +80,34 @@ def _shared_l2(settings: TrialSettings, train, centres, seed, groups) -> tuple[f
     t0 = time.perf_counter()
     z = encode_hard_jit(train, mu)
     solver = solver_options.theta_solver(primary.optimizer, primary.optimizer_options)
-    l2, scores = select_l2(
-        z, train.labels, train.weights, list(sel["grid"]), sel["folds"], seed, solver, groups
+    l2, choice = select_l2(
+        z,
+        train.labels,
+        train.weights,
+        list(sel["grid"]),
+        sel["folds"],
+        seed,
+        solver,
+        groups,
+        sel["max_extensions"],
     )
     info = {
         "l2_selection": "cv",
         "l2_folds": "groups of blocks" if groups is not None else "sets",
-        "l2_grid": list(sel["grid"]),
-        "l2_cv_scores": scores.tolist(),
+        "l2_grid": choice.values[::-1],  # weakest first, as the config's grid
+        "l2_cv_scores": choice.scores[::-1].tolist(),
+        "l2_position": choice.position,
+        "l2_added": choice.added,
         "l2_selection_seconds": time.perf_counter() - t0,
     }
     logger.info(
-        "lambda = %.3g by %d-fold CV on the training sets (scores %s)",
+        "lambda = %.3g by %d-fold CV on the training sets (%s of %d values%s; scores %s)",
         l2,
         sel["folds"],
-        np.round(scores, 4).tolist(),
+        choice.position,
+        len(choice.values),
+        f", {len(choice.added)} added beyond the grid" if choice.added else "",
+        np.round(info["l2_cv_scores"], 4).tolist(),
     )
     return l2, info
 
@@ -110,6 +123,7 @@ def _fit_by_cv(
         l2s=sel["grid"],
         n_prototypes=sel.get("n_prototypes_grid"),
         cv=sel["folds"],
+        max_extensions=sel["max_extensions"],
     ).fit(train, groups=groups)
     results = search.cv_results_
     info = {
@@ -118,6 +132,9 @@ def _fit_by_cv(
         "l2_grid": [float(v) for v in results["param_l2"]],
         "n_prototypes_grid": [int(v) for v in results["param_n_prototypes"]],
         "l2_cv_scores": results["mean_test_score"].tolist(),
+        "l2_position": search.best_position_,
+        "l2_added": search.l2s_added_,
+        "cv_prior_score": search.prior_score_,
         "best_params": search.best_params_,
         "l2_selection_seconds": time.perf_counter() - t0,
     }
@@ -208,27 +225,33 @@ def run_trial(
     records, models, estimators = [], {}, {}
     for index, (name, template) in enumerate(settings.methods.items()):
         estimator = clone(template).set_params(random_state=seed)
+        params = estimator.get_params()
         kmeans_seconds = 0.0
-        if estimator.uses_centres:
+        if estimator.uses_centres and "init" in params:
             init, kmeans_seconds = centres(estimator.n_prototypes)
             estimator.set_params(init=init)
-        if shared_l2 is not None:
+        if shared_l2 is not None and "l2" in params:
             estimator.set_params(l2=shared_l2)
+        by_dpp_cv = kind == "dpp_cv" and _tuned_by_dpp_cv(estimator)
         t0 = time.perf_counter()
         try:
-            if kind == "dpp_cv" and estimator.uses_centres:
+            if by_dpp_cv:
                 estimator.set_params(init="k-means")  # every fold and K runs its own k-means
                 estimator, l2_info = _fit_by_cv(estimator, train, settings, folds_groups)
             else:
                 estimator.fit(train)
         except NonFiniteResultError as err:
             raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
-        model = estimator.model_
-        jax.block_until_ready(model.theta)
+        model = getattr(estimator, "model_", None)  # the prototype methods' FittedModel
+        if model is not None:
+            jax.block_until_ready(model.theta)
         fit_seconds = time.perf_counter() - t0
-        metrics = _evaluate_finite(model, test, "test", name, trial)
-        train_metrics = _evaluate_finite(model, train, "training", name, trial)
-        status = model.info.get("status")
+        metrics = _evaluate_finite(estimator, test, "test", name, trial)
+        train_metrics = _evaluate_finite(estimator, train, "training", name, trial)
+        info = estimator.fit_info_
+        history = [float(v) for v in getattr(estimator, "history_", ())]
+        status = info.get("status")
+        shares_l2 = "l2" in params and kind != "fixed"
         record = {
             "trial": trial,
             "seed": seed,
@@ -237,25 +260,24 @@ def run_trial(
             "train_accuracy": train_metrics["accuracy"],
             "fit_seconds": fit_seconds,
             "kmeans_seconds": kmeans_seconds,
-            "K": int(estimator.n_prototypes),
-            "l2": float(estimator.l2),
-            **(l2_info if kind != "fixed" else {}),
+            **({"K": int(estimator.n_prototypes)} if "n_prototypes" in params else {}),
+            **({"l2": float(estimator.l2)} if "l2" in params else {}),
+            **({"C": float(info["C"]), "C_position": info["C_position"]} if "C" in info else {}),
+            **(l2_info if shares_l2 or by_dpp_cv else {}),
             **(validation if index == 0 else {}),
-            **(
-                {"cv_score": max(l2_info["l2_cv_scores"])}
-                if kind == "dpp_cv" and estimator.uses_centres  # this method ran the CV
-                else {}
-            ),
+            **({"cv_score": max(l2_info["l2_cv_scores"])} if by_dpp_cv else {}),
             "num_train": train.num_sets,
             "num_test": test.num_sets,
             **({"split": split_info} if split_info else {}),
-            "final_objective": float(model.history[-1]) if len(model.history) else None,
-            "objective_history": [float(v) for v in model.history],
+            "final_objective": history[-1] if history else None,
+            "objective_history": history,
             **({"fit_status": status} if status is not None else {}),
-            "info": model.info,
+            "info": info,
         }
         records.append(record)
-        models[name], estimators[name] = model, estimator
+        estimators[name] = estimator
+        if model is not None:
+            models[name] = model
         logger.info("%s", summary_line(record))
         if on_record is not None:
             on_record(record)
@@ -271,7 +293,7 @@ def summary_line(record: dict) -> str:
     kl = f"  KL {record['kl_bits']:.4f} bits" if "kl_bits" in record else ""
     status = record.get("fit_status")
     return (
-        f"trial {record['trial']} {record['method']:<9} accuracy {100 * record['accuracy']:.2f}%"
+        f"trial {record['trial']} {record['method']:<12} accuracy {100 * record['accuracy']:.2f}%"
         f"  test log-lik {record['test_log_likelihood']:.4f}{kl}"
         f"  fit {record['fit_seconds']:.1f} s{'' if status is None else f'  ({status})'}"
     )
@@ -299,7 +321,7 @@ def _held_out_scores(template, train: RaggedSets, seed: int, fraction: float, tr
     held_out = train.subset(held_idx)
     estimator.fit(train.subset(fit_idx))
     name = estimator.method
-    metrics = _evaluate_finite(estimator.model_, held_out, "validation", name, trial)
+    metrics = _evaluate_finite(estimator, held_out, "validation", name, trial)
     return {
         "validation_log_likelihood": metrics["test_log_likelihood"],
         "validation_accuracy": metrics["accuracy"],
@@ -321,13 +343,21 @@ def _class_counts(labels, train_idx, test_idx, class_names) -> dict:
     }
 
 
-def _evaluate_finite(model: FittedModel, sets: RaggedSets, part: str, name: str, trial: int):
-    """:func:`dpp.metrics.evaluate` on a model's predictions for ``sets``.
+def _tuned_by_dpp_cv(estimator) -> bool:
+    """Whether ``l2_selection.kind=dpp_cv`` selects this method's ``l2`` (and ``K``).
+
+    The prototype methods with centres; the pooled baselines choose their own ``C``.
+    """
+    return isinstance(estimator, PrototypeClassifier) and estimator.uses_centres
+
+
+def _evaluate_finite(estimator, sets: RaggedSets, part: str, name: str, trial: int):
+    """:func:`dpp.metrics.evaluate` on a fitted estimator's predictions for ``sets``.
 
     Its refusal of non-finite predictions is raised again naming the method, the trial and the
     part (test or training sets).
     """
     try:
-        return evaluate(model.log_predictive(sets), np.asarray(sets.labels))
+        return evaluate(estimator.predict_log_proba(sets), np.asarray(sets.labels))
     except NonFiniteResultError as err:
         raise NonFiniteResultError(f"trial {trial}, method {name}, {part} sets: {err}") from err

@@ -9,7 +9,8 @@ with the highest mean validation log-likelihood per set. The test sets are never
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -148,6 +149,96 @@ def cv_scores(
     return scores
 
 
+#: Values a selection may add beyond each end of its grid before it reports an edge.
+MAX_EXTENSIONS = 3
+
+
+class PathChoice(NamedTuple):
+    """A choice on a regularisation path, and where it lies.
+
+    Attributes:
+        values: every strength scored, strongest first (the grid and what was added).
+        scores: ``[len(values)]`` their scores (higher is better).
+        best: index of the choice in ``values`` (ties go to the stronger value).
+        position: ``interior``; ``strongest edge`` or ``weakest edge`` (the choice is the
+            strongest or weakest value scored: the extension limit was reached, or the weakest
+            value is 0); ``only value`` for a one-value grid.
+        added: the values added beyond the grid, in the order they were scored.
+    """
+
+    values: list[float]
+    scores: np.ndarray
+    best: int
+    position: str
+    added: list[float]
+
+
+def _next_value(values: list[float], strongest: bool) -> float | None:
+    """One geometric step beyond the strongest or weakest value (``None``: cannot go on)."""
+    if strongest:
+        edge, inner = values[0], values[1] if len(values) > 1 else 0.0
+        return edge * (edge / inner if inner > 0 else 10.0) if edge > 0 else None
+    edge, inner = values[-1], values[-2] if len(values) > 1 else 0.0
+    return edge / (inner / edge if edge > 0 and inner > 0 else 10.0) if edge > 0 else None
+
+
+def choose_on_path(
+    values: list[float],
+    scores: np.ndarray,
+    score_new: Callable[[float], float],
+    max_extensions: int = MAX_EXTENSIONS,
+) -> PathChoice:
+    """The best strength of a regularisation path, extended while the best lies at an edge.
+
+    While the best value is the strongest (or weakest) scored, one more value is scored one
+    geometric step beyond it (the ratio of the two outermost values on that side, or 10), at
+    most ``max_extensions`` times on each side; a weakest value of 0 is a true end.
+
+    Args:
+        values: strengths (``l2``, or ``1 / C``), larger is stronger, any order, distinct.
+        scores: their scores (higher is better).
+        score_new: scores one new strength.
+        max_extensions: values that may be added on each side (0: the grid as given).
+
+    Returns:
+        The :class:`PathChoice`.
+
+    Raises:
+        ValueError: for no value, a negative one, or scores of another length.
+    """
+    order = np.argsort(-np.asarray(values, np.float64), kind="stable")
+    values = [float(values[i]) for i in order]
+    scores = [float(np.asarray(scores)[i]) for i in order]
+    if not values or values[-1] < 0 or len(scores) != len(values):
+        raise ValueError("a path needs values >= 0 and one score per value")
+    added, extended = [], {True: 0, False: 0}
+    while True:
+        best = max(range(len(values)), key=lambda i: (scores[i], -i))  # ties: the stronger
+        at_edge = {True: best == 0, False: best == len(values) - 1}
+        side = next((s for s in (True, False) if at_edge[s] and len(values) > 1), None)
+        step = None if side is None else _next_value(values, side)
+        if side is None or step is None or extended[side] >= max_extensions:
+            break
+        extended[side] += 1
+        added.append(step)
+        score = float(score_new(step))
+        if side:
+            values.insert(0, step)
+            scores.insert(0, score)
+        else:
+            values.append(step)
+            scores.append(score)
+    if len(values) == 1:
+        position = "only value"
+    elif best == 0:
+        position = "strongest edge"
+    elif best == len(values) - 1:
+        position = "weakest edge"
+    else:
+        position = "interior"
+    return PathChoice(values, np.asarray(scores), best, position, added)
+
+
 def select_l2(
     z: np.ndarray,
     labels: np.ndarray,
@@ -157,9 +248,11 @@ def select_l2(
     seed: int,
     solver: LBFGSSettings,
     groups: np.ndarray | None = None,
-) -> tuple[float, np.ndarray]:
-    """The ``lambda`` of ``grid`` with the best cross-validated log-likelihood (ties: larger).
+    max_extensions: int = MAX_EXTENSIONS,
+) -> tuple[float, PathChoice]:
+    """The ``lambda`` with the best cross-validated log-likelihood (ties: larger).
 
+    The grid is extended while the best value lies at its edge (:func:`choose_on_path`).
     ``lambda`` applies to the summed likelihood of the folds' training parts, which hold
     ``(folds - 1) / folds`` of the sets; it is rescaled by ``folds / (folds - 1)`` before it is
     returned, so that it means the same strength on the whole training part.
@@ -167,7 +260,8 @@ def select_l2(
     With ``groups`` the folds keep each group whole (:func:`cv_folds`).
 
     Returns:
-        ``(lambda, scores)`` with the scores of :func:`cv_scores`.
+        ``(lambda, choice)``: the rescaled ``lambda`` and the :class:`PathChoice` (unscaled
+        values, scores of :func:`cv_scores`).
 
     Raises:
         ValueError: for an empty grid or a negative value.
@@ -176,5 +270,9 @@ def select_l2(
     if not grid or min(grid) < 0:
         raise ValueError("the lambda grid must be a non-empty list of values >= 0")
     scores = cv_scores(z, labels, weights, grid, folds, seed, solver, groups)
-    best = max(range(len(grid)), key=lambda i: (scores[i], grid[i]))
-    return grid[best] * folds / (folds - 1), scores
+
+    def score_new(l2: float) -> float:
+        return float(cv_scores(z, labels, weights, [l2], folds, seed, solver, groups)[0])
+
+    choice = choose_on_path(grid, scores, score_new, max_extensions)
+    return choice.values[choice.best] * folds / (folds - 1), choice

@@ -87,7 +87,7 @@ def table1(results: dict) -> str:
             f"DPP is more accurate than the standard prototype in {wins} of {len(acc_diff)} "
             f"trials and has the higher test log-likelihood in {sum(d > 0 for d in ll_diff)}.",
         ]
-    l2 = sorted({r["l2"] for r in results["trials"]})
+    l2 = sorted({r["l2"] for r in results["trials"] if "l2" in r})
     if l2:
         lines += ["", f"lambda used: {', '.join(f'{v:.3g}' for v in l2)}."]
     lines += [
@@ -253,7 +253,7 @@ def adult(results: dict) -> str:
     lines.append(
         f"| paper (DPP) | {PAPER_ADULT['kl_bits']:.2f} | {100 * PAPER_ADULT['accuracy']:.0f} | | |"
     )
-    l2 = sorted({r["l2"] for r in results["trials"] if r["method"] != "class_prior"})
+    l2 = sorted({r["l2"] for r in results["trials"] if r["method"] != "class_prior" and "l2" in r})
     if l2:
         lines += ["", f"lambda used: {', '.join(f'{v:.3g}' for v in l2)}."]
     return "\n".join(lines) + "\n"

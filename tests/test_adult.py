@@ -83,7 +83,8 @@ def test_adult_experiment_runs_on_a_subsample(tmp_path):
     results = run(cfg, output_dir=tmp_path)
     for name in ("adult.md", "prototypes.md", "prototypes.csv", "prototypes.png", "results.json"):
         assert (tmp_path / name).is_file(), name
-    assert [r["method"] for r in results["trials"]] == ["dpp", "standard", "class_prior"]
+    methods = ["dpp", "standard", "pooling", "bag_of_words", "class_prior"]
+    assert [r["method"] for r in results["trials"]] == methods
     for record in results["trials"]:
         assert record["num_train"] == 100 and record["num_test"] == 100
         assert record["kl_bits"] >= 0

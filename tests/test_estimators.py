@@ -216,7 +216,9 @@ def test_save_load_round_trip_and_refusals(fitted, problem, tmp_path):
 
 def test_dpp_classifier_cv_chooses_by_cv_of_dpp_with_warm_starts(problem):
     X, y, X_test, y_test = problem
-    search = DPPClassifierCV(DPPClassifier(**QUICK), l2s=[2e-2, 20.0], n_prototypes=[3], cv=2)
+    search = DPPClassifierCV(
+        DPPClassifier(**QUICK), l2s=[2e-2, 20.0], n_prototypes=[3], cv=2, max_extensions=0
+    )
     search.fit(X, y)
     scores = search.cv_results_["mean_test_score"]
     assert scores.shape == (2,) and np.all(scores < 0)  # mean validation log-likelihood
@@ -305,7 +307,8 @@ def test_cli_and_estimator_fit_the_same_model(tmp_path):
     data = make_synthetic(num_sets=40, min_size=1, max_size=20, seed=0)
     labels = np.asarray(data.sets.labels)
     train, test = split_indices(labels, "stratified", seed=0, train_fraction=0.2)
-    clf = DPPClassifier(n_prototypes=2, l2=1e-2, random_state=0, **QUICK)
+    # the synthetic dataset config does not standardise (the estimators' default does)
+    clf = DPPClassifier(n_prototypes=2, l2=1e-2, random_state=0, standardize=False, **QUICK)
     clf.fit(data.sets.subset(train), np.argmax(labels[train], axis=1))
     np.testing.assert_allclose(
         clf.predict_proba(data.sets.subset(test)),
@@ -321,13 +324,19 @@ def test_as_sets_refuses_a_flat_array():
 
 
 def test_experiment_with_dpp_cv_reports_the_choice(tmp_path):
-    overrides = ["~baselines.standard", "l2_selection.kind=dpp_cv", "l2_selection.folds=2"]
+    overrides = ["l2_selection.kind=dpp_cv", "l2_selection.folds=2"]
+    overrides += ["~baselines.standard", "~baselines.pooling", "~baselines.bag_of_words"]
     cfg = _compose(FAST + overrides + ["l2_selection.grid=[0.01,10.0]"])
     (record,) = run(cfg, output_dir=tmp_path)["trials"]
     assert record["method"] == "dpp" and record["l2_selection"] == "dpp_cv"
-    assert record["l2"] in (0.01, 10.0) and record["l2_grid"] == [10.0, 0.01]
+    # the grid, then one value a step beyond an edge per extension (at most 3 on each side)
+    assert record["l2_grid"] == [10.0, 0.01] + record["l2_added"]
+    assert len(record["l2_added"]) <= 6
     best = record["l2_grid"][int(np.argmax(record["l2_cv_scores"]))]
     assert record["l2"] == best == record["best_params"]["l2"]
+    assert record["l2_position"] in ("interior", "strongest edge", "weakest edge")
+    if record["l2_position"] != "interior":  # an edge only once its side is used up
+        assert len(record["l2_added"]) >= 3
 
 
 # ------------------------------------------------------------------ issue 20: statuses, errors

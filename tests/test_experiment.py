@@ -8,6 +8,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from dpp.baselines.pooling import POOLED_ESTIMATORS
 from dpp.datasets.base import Dataset
 from dpp.estimators import ESTIMATORS, StandardPrototypeClassifier
 from dpp.experiment import run
@@ -42,6 +43,8 @@ def test_cli_and_python_defaults_are_the_same(model, optimizer):
     # the root config's one experiment choice: the default run is section 4.1's K = 2
     assert got.pop("n_prototypes") == 2
     expected.pop("n_prototypes")
+    # the trial standardises the sets itself, as the dataset config says (synthetic: no)
+    assert expected.pop("standardize") is True and got.pop("standardize") is False
     got_options = got.pop("optimizer_options")
     assert expected.pop("optimizer_options") is None
     assert got == expected
@@ -80,7 +83,20 @@ def test_overrides_reach_the_estimators():
     assert fit.l2 == 0.5 and fit.prototype_solver.backend == "lbfgs_jaxopt"
     assert fit.theta_solver.backend == "lbfgs_jaxopt" and fit.theta_solver.max_iter == 500
     # a baseline of the model's own method is not fitted twice
-    assert list(trial_settings(_compose(["model=standard"])).methods) == ["standard"]
+    methods = list(trial_settings(_compose(["model=standard"])).methods)
+    assert methods == ["standard", "pooling", "bag_of_words"]
+
+
+@pytest.mark.parametrize("baseline", _group_options("baseline"))
+def test_cli_and_python_defaults_of_the_pooled_baselines_are_the_same(baseline):
+    cfg = _compose(["verbose=false"])
+    got = trial_settings(cfg).methods[baseline].get_params()
+    expected = POOLED_ESTIMATORS[baseline]().get_params()
+    assert got.pop("Cs") == list(expected.pop("Cs"))  # a list in the config
+    if baseline == "bag_of_words":  # the model's K, and the trial standardises the sets
+        assert got.pop("n_prototypes") == 2 and expected.pop("n_prototypes") == 10
+        assert got.pop("standardize") is False and expected.pop("standardize") is True
+    assert got == expected
 
 
 def test_run_writes_results_table_and_figures(tmp_path):
@@ -98,15 +114,16 @@ def test_run_writes_results_table_and_figures(tmp_path):
         assert (tmp_path / name).is_file(), name
     on_disk = json.loads((tmp_path / "results.json").read_text())
     assert on_disk["status"] == "complete"
-    assert [r["method"] for r in on_disk["trials"]] == ["dpp", "standard"]
+    methods = ["dpp", "standard", "pooling", "bag_of_words"]
+    assert [r["method"] for r in on_disk["trials"]] == methods
     for record in on_disk["trials"]:
         assert 0.0 <= record["accuracy"] <= 1.0
         assert record["test_log_likelihood"] < 0
         assert record["fit_seconds"] > 0
         assert record["num_train"] == 8 and record["num_test"] == 32
-    for method in ("dpp", "standard"):  # the first trial's models, loadable, predicting alike
-        assert (tmp_path / "models" / f"{method}.npz").is_file()
-    assert set(on_disk["summary"]) == {"dpp", "standard"}
+    # the first trial's models (the pooled baselines have no model file)
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["dpp.npz", "standard.npz"]
+    assert set(on_disk["summary"]) == set(methods)
     assert "| dpp | 1 |" in (tmp_path / "table.md").read_text()
     assert results["summary"] == on_disk["summary"]
 
@@ -126,7 +143,7 @@ def test_same_seed_repeats_exactly(tmp_path):
 
     for a, b in zip(first["trials"], second["trials"], strict=True):
         assert without_timings(a) == without_timings(b)
-    assert first["trials"][0]["seed"] == 0 and first["trials"][2]["seed"] == 1
+    assert first["trials"][0]["seed"] == 0 and first["trials"][-1]["seed"] == 1
 
 
 class RaisingStandard(StandardPrototypeClassifier):

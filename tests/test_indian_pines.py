@@ -167,7 +167,8 @@ def test_table2_experiment_runs_on_a_subset(tmp_path):
     results = run(cfg, output_dir=tmp_path)
     for name in ("table2.md", "figure2b.png", "results.json"):
         assert (tmp_path / name).is_file(), name
-    assert [r["method"] for r in results["trials"]] == ["dpp", "standard", "infoloss"]
+    methods = ["dpp", "standard", "pooling", "bag_of_words", "infoloss"]
+    assert [r["method"] for r in results["trials"]] == methods
     assert {r["num_train"] for r in results["trials"]} == {30}
     assert {r["num_test"] for r in results["trials"]} == {30}
     table = (tmp_path / "table2.md").read_text()

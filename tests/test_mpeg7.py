@@ -112,7 +112,7 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
     results = run(cfg, output_dir=tmp_path / "run")
     for name in ("table1.md", "figure2a.png", "results.json", "table.md"):
         assert (tmp_path / "run" / name).is_file(), name
-    assert [r["num_train"] for r in results["trials"]] == [40, 40]
+    assert [r["num_train"] for r in results["trials"]] == [40] * 4  # four methods
     table = (tmp_path / "run" / "table1.md").read_text()
     assert "85.49 ± 1.43" in table and "Paired difference" in table
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())

@@ -72,7 +72,8 @@ def test_baseline_alone_skips_the_figure_that_needs_dpp(tmp_path):
     """Was: `python experiments/run.py model=standard` (a README command) crashed on figure1."""
     cfg = _compose(["model=standard", "dataset.loader.num_sets=40", "optimizer.theta_max_iter=100"])
     results = run(cfg, output_dir=tmp_path)
-    assert results["status"] == "complete" and results["methods"] == ["standard"]
+    assert results["status"] == "complete"
+    assert results["methods"] == ["standard", "pooling", "bag_of_words"]
     assert "figure1" in results["skipped_figures"]
     assert not (tmp_path / "figure1.png").exists()
 
@@ -152,7 +153,7 @@ def _wait_for_records(out: Path, proc: subprocess.Popen, count: int, timeout=240
 def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     out = tmp_path / "run"
     proc = _start(out, "trials=4")  # more trials than it will finish before the signal
-    _wait_for_records(out, proc, count=2)  # trial 0 finished
+    _wait_for_records(out, proc, count=4)  # trial 0's four methods finished
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 143
     interrupted = _results(out)
@@ -195,8 +196,8 @@ def test_resume_refuses_a_changed_config(tmp_path):
     run(_compose(FAST), output_dir=tmp_path)
     with pytest.raises(
         ConfigError,
-        match=r"differs from the run .* in: baselines\.standard\.n_prototypes, "
-        r"model\.n_prototypes$",
+        match=r"differs from the run .* in: baselines\.bag_of_words\.n_prototypes, "
+        r"baselines\.standard\.n_prototypes, model\.n_prototypes$",
     ):
         run(_compose(FAST + ["model.n_prototypes=3", "resume=true"]), output_dir=tmp_path)
 
@@ -241,7 +242,7 @@ def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     results = _results(out)
     assert results["num_trials"] == 2 and results["resumed_trials"] == [0, 1]
-    assert len(results["trials"]) == 4
+    assert len(results["trials"]) == 2 * 4  # two trials of four methods
 
 
 def test_an_added_key_and_too_many_devices_are_one_line_before_anything_is_written(tmp_path):

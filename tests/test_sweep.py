@@ -56,7 +56,8 @@ def test_launcher_runs_jobs_into_folders_named_by_overrides_and_collect_tables_t
     for job in jobs:
         results = json.loads((job / "results.json").read_text())
         assert results["status"] == "complete"
-        assert [r["method"] for r in results["trials"]] == ["dpp", "standard"]
+        methods = ["dpp", "standard", "pooling", "bag_of_words"]
+        assert [r["method"] for r in results["trials"]] == methods
     paths = write_sweep(tmp_path)
     table = pd.read_csv(paths["csv"])
     assert table["job"].tolist() == [0, 1]

@@ -1,0 +1,180 @@
+"""The pooled baselines, the path selection that extends a grid at its edge, and the prior."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+
+from dpp import BagOfWordsClassifier, DPPClassifier, DPPClassifierCV, PoolingClassifier
+from dpp.baselines.pooling import pool_sets
+from dpp.metrics import weighted_score
+from dpp.selection import choose_on_path
+from dpp.sets import RaggedSets
+
+
+def _sets(rng, n, dim=4, classes=2, shift=0.8):
+    """Sets of 1-12 vectors whose class moves the mean of the first feature."""
+    X, y = [], []
+    for i in range(n):
+        c = i % classes
+        x = rng.normal(size=(int(rng.integers(1, 13)), dim))
+        x[:, 0] += shift * c
+        X.append(x * 3.0 + 10.0)  # off-centre and wide: the features are standardised inside
+        y.append(c)
+    return X, np.array(y)
+
+
+# ------------------------------------------------------------------ choose_on_path
+def _peak(at):
+    return lambda s: -((np.log10(s) - np.log10(at)) ** 2)
+
+
+@pytest.mark.parametrize("at", [100.0, 1e-4])
+def test_a_path_grows_past_its_edge_until_the_best_is_interior(at):
+    grid = [1e-2, 1e-1, 1.0]
+    choice = choose_on_path(grid, [_peak(at)(s) for s in grid], _peak(at), max_extensions=3)
+    assert choice.values[choice.best] == pytest.approx(at)
+    assert choice.position == "interior"
+    expected = [10.0, 100.0, 1000.0] if at > 1 else [1e-3, 1e-4, 1e-5]
+    np.testing.assert_allclose(choice.added, expected)
+    assert choice.values == sorted(choice.values, reverse=True)  # strongest first
+
+
+def test_a_path_stops_at_its_limit_and_says_where_the_choice_lies():
+    grid = [1e-2, 1e-1, 1.0]
+    score = _peak(1e6)
+    choice = choose_on_path(grid, [score(s) for s in grid], score, max_extensions=1)
+    assert choice.position == "strongest edge" and choice.added == [10.0]
+    fixed = choose_on_path(grid, [score(s) for s in grid], score, max_extensions=0)
+    assert fixed.position == "strongest edge" and fixed.added == [] and fixed.best == 0
+    # 0 is the weakest strength there is: nothing is added below it
+    zero = choose_on_path([0.0, 1.0], [0.0, -1.0], lambda s: 1.0 / 0.0)
+    assert zero.position == "weakest edge" and zero.added == []
+    one = choose_on_path([0.5], [-1.0], lambda s: 1.0 / 0.0)
+    assert one.position == "only value" and one.added == []
+    ties = choose_on_path([1.0, 2.0, 3.0], [0.0, 0.0, -1.0], lambda s: 1.0 / 0.0)
+    assert ties.values[ties.best] == 2.0  # ties go to the stronger value
+
+
+# ------------------------------------------------------------------ pooling
+def test_pool_sets_is_each_sets_mean_and_max_in_both_layouts():
+    rng = np.random.default_rng(0)
+    X, _ = _sets(rng, 12)
+    sets = RaggedSets.from_list(X, None, dtype=np.float64)
+    want = np.array([np.concatenate([x.mean(0), x.max(0)]) for x in X])
+    np.testing.assert_allclose(pool_sets(sets, "mean_max"), want, rtol=1e-6)  # float32 sets
+    np.testing.assert_allclose(pool_sets(sets, "mean"), want[:, :4], rtol=1e-6)
+    # the shared-pool layout: memberships index a pool of vectors (here, the flat ones shuffled)
+    flat = np.concatenate(X)
+    members = rng.permutation(len(flat))
+    pool = np.empty_like(flat)
+    pool[members] = flat  # membership t reads pool[members[t]] = flat[t]
+    set_ids = np.repeat(np.arange(12), [len(x) for x in X])
+    shared = RaggedSets.from_flat(
+        pool, set_ids, None, members=members, num_sets=12, dtype=np.float64
+    )
+    np.testing.assert_allclose(pool_sets(shared, "mean_max"), want, rtol=1e-6)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        pool_sets(sets, "median")
+
+
+def test_pooled_baselines_classify_and_ignore_vector_order():
+    rng = np.random.default_rng(1)
+    X, y = _sets(rng, 160)
+    X_test, y_test = _sets(rng, 80)
+    for est in (PoolingClassifier(), BagOfWordsClassifier(n_prototypes=6)):
+        with pytest.raises(NotFittedError):
+            est.predict(X_test)
+        est.fit(X, np.where(y, "b", "a"))
+        assert list(est.classes_) == ["a", "b"]
+        assert est.score(X_test, np.where(y_test, "b", "a")) >= 0.75
+        assert est.fit_info_["status"] == "converged"
+        assert est.C_position_ in ("interior", "strongest edge", "weakest edge")
+        shuffled = [x[rng.permutation(len(x))] for x in X_test]
+        np.testing.assert_allclose(
+            est.predict_log_proba(shuffled), est.predict_log_proba(X_test), rtol=1e-10
+        )
+        log_p = est.predict_log_proba(X_test)
+        assert np.all(np.isfinite(log_p))
+        np.testing.assert_allclose(np.exp(log_p).sum(1), 1.0, rtol=1e-12)
+        with pytest.raises(ValueError, match="D = 3 features per vector"):
+            est.predict([x[:, :3] for x in X_test])
+
+
+def test_soft_labels_fit_what_weighted_copies_of_the_sets_fit():
+    """Eq. (17)'s soft-label likelihood is a weighted log-loss over (set, class) pairs."""
+    rng = np.random.default_rng(2)
+    X, _ = _sets(rng, 60, classes=3)
+    soft = rng.dirichlet(np.ones(3), size=60)
+    est = PoolingClassifier(Cs=[1.0], max_extensions=0).fit(X, soft)
+    copies = [x for x in X for _ in range(3)]
+    hard = np.tile([0, 1, 2], 60)
+    copied = PoolingClassifier(Cs=[1.0], max_extensions=0).fit(copies, hard, soft.reshape(-1))
+    np.testing.assert_allclose(est.predict_proba(X), copied.predict_proba(X), atol=1e-4)
+    # a class with no label mass still gets a column and a small, finite probability
+    soft[:, 2] = 0.0
+    soft /= soft.sum(1, keepdims=True)
+    log_p = PoolingClassifier(Cs=[1.0], max_extensions=0).fit(X, soft).predict_log_proba(X)
+    assert log_p.shape == (60, 3) and np.all(np.isfinite(log_p))
+    assert np.exp(log_p[:, 2]).max() < 1e-3
+
+
+def test_bag_of_words_features_are_histograms_of_the_nearest_centres():
+    rng = np.random.default_rng(3)
+    X, y = _sets(rng, 40)
+    centres = rng.normal(size=(5, 4))
+    est = BagOfWordsClassifier(n_prototypes=5, standardize=False, init=centres).fit(X, y)
+    sets = RaggedSets.from_list(X, None, dtype=np.float64)
+    hist = est._features(sets)
+    want = np.array(
+        [
+            np.bincount(np.argmin(((x[:, None] - centres) ** 2).sum(-1), axis=1), minlength=5)
+            / len(x)
+            for x in X
+        ]
+    )
+    np.testing.assert_allclose(hist, want)
+    np.testing.assert_allclose(est.prototypes_, centres)
+    with pytest.raises(ValueError, match=r"init must be \[n_prototypes, D\] = \[3, 4\]"):
+        clone(est).set_params(n_prototypes=3).fit(X, y)
+
+
+def test_pooled_baselines_refuse_bad_parameters():
+    X, y = _sets(np.random.default_rng(4), 10)
+    for bad, message in (
+        ({"Cs": []}, "Cs must be a non-empty list"),
+        ({"Cs": [1.0, -1.0]}, r"Cs\[1\]"),
+        ({"pooling": "sum"}, "pooling must be one of"),
+        ({"max_extensions": -1}, "max_extensions"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            PoolingClassifier(**bad).fit(X, y)
+
+
+# ------------------------------------------------------------------ DPPClassifierCV
+def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
+    rng = np.random.default_rng(5)
+    X, y = _sets(rng, 48)
+    quick = {"max_rounds": 2, "optimizer_options": {"max_iter": 10, "theta_max_iter": 100}}
+    search = DPPClassifierCV(
+        DPPClassifier(n_prototypes=3, **quick), l2s=[1e3, 1e4], cv=2, max_extensions=2
+    ).fit(X, y)
+    l2s = list(search.cv_results_["param_l2"])
+    assert l2s[:2] == [1e4, 1e3] and l2s[2:] == search.l2s_added_
+    # so strong a ridge is worst: the weakest side grows by grid steps (ratio 10)
+    assert search.l2s_added_ == [100.0, 10.0]
+    assert search.best_params_["l2"] == l2s[int(np.argmax(search.cv_results_["mean_test_score"]))]
+    assert search.best_position_ in ("interior", "weakest edge")
+    # the prior of equal classes scores log(1/2) on every fold
+    assert search.prior_score_ == pytest.approx(np.log(0.5))
+    assert search.beats_prior_ == (search.best_score_ > search.prior_score_)
+
+
+def test_weighted_score_counts_only_classes_with_label_mass():
+    with np.errstate(divide="ignore"):
+        log_p = np.log(np.array([[0.25, 0.75, 0.0], [0.25, 0.75, 0.0]]))
+    labels = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    assert weighted_score(log_p, labels, [1.0, 3.0]) == pytest.approx(
+        (np.log(0.25) + 3 * np.log(0.75)) / 4
+    )
+    assert weighted_score(log_p, labels, [1.0, 1.0], "accuracy") == 0.5
