@@ -25,10 +25,22 @@ def paired_differences(
     return [v[a] - v[b] for _, v in sorted(by_trial.items()) if a in v and b in v]
 
 
+#: Methods of a run that the paper did not have: what a practitioner tries first.
+PRACTITIONER_BASELINES = {
+    "pooling": "Pooled mean + max, logistic regression",
+    "bag_of_words": "k-means bag-of-words, logistic regression",
+}
+
+
 def _accuracy_rows(summary: dict, paper: dict, two_stderr: bool) -> list[str]:
-    """Table rows: this run's accuracy (± 1 sd or ± 2 s.e.) beside the paper's."""
+    """Table rows: this run's accuracy (± 1 sd or ± 2 s.e.) beside the paper's.
+
+    The paper's methods first (``not run`` where this run lacks one), then the practitioner's
+    baselines the run has, with no paper value.
+    """
     rows = []
-    for key, (label, mean, width) in paper.items():
+    extra = {k: (label, None, None) for k, label in PRACTITIONER_BASELINES.items() if k in summary}
+    for key, (label, mean, width) in {**paper, **extra}.items():
         if key in summary:
             acc = summary[key]["accuracy"]
             spread = acc["std"]
@@ -40,7 +52,8 @@ def _accuracy_rows(summary: dict, paper: dict, two_stderr: bool) -> list[str]:
             n = str(acc["n"])
         else:
             ours, n = "not run", "-"
-        rows.append(f"| {label} | {ours} | {n} | {mean:.2f} ± {width:.2f} |")
+        theirs = "-" if mean is None else f"{mean:.2f} ± {width:.2f}"
+        rows.append(f"| {label} | {ours} | {n} | {theirs} |")
     return rows
 
 
@@ -87,6 +100,8 @@ def table1(results: dict) -> str:
             f"DPP is more accurate than the standard prototype in {wins} of {len(acc_diff)} "
             f"trials and has the higher test log-likelihood in {sum(d > 0 for d in ll_diff)}.",
         ]
+    for other in PRACTITIONER_BASELINES:
+        lines += _paired_lines(results, other, "trials", spread="sd")
     l2 = sorted({r["l2"] for r in results["trials"] if "l2" in r})
     if l2:
         lines += ["", f"lambda used: {', '.join(f'{v:.3g}' for v in l2)}."]
@@ -130,24 +145,33 @@ def table2(results: dict) -> str:
         "|---|---|---|---|",
     ]
     lines += _accuracy_rows(summary, PAPER_TABLE2, two_stderr=True)
-    lines += _paired_lines(results, "standard") + _paired_lines(results, "infoloss")
+    for other in ("standard", "infoloss", *PRACTITIONER_BASELINES):
+        lines += _paired_lines(results, other)
     return "\n".join(lines) + "\n"
 
 
-def _paired_lines(results: dict, other: str) -> list[str]:
+def _paired_lines(
+    results: dict, other: str, unit: str = "partitions", spread: str = "2se"
+) -> list[str]:
+    """``DPP - other`` in accuracy points, mean ± 2 s.e. (or ± 1 sd), and DPP's wins."""
     diff = paired_differences(results, "accuracy", b=other)
     if not diff:
         return []
     stats = describe(diff)
-    spread = f" ± {200 * stats['stderr']:.2f}" if stats["stderr"] is not None else ""
+    if spread == "sd":
+        width, what = stats["std"], "1 sd"
+    else:
+        width, what = None if stats["stderr"] is None else 2 * stats["stderr"], "2 s.e."
+    shown = f" ± {100 * width:.2f}" if width is not None else ""
     return [
         "",
-        f"DPP - {other}: {100 * stats['mean']:+.2f}{spread} points (± 2 s.e.); DPP ahead in "
-        f"{sum(d > 0 for d in diff)} of {len(diff)} partitions.",
+        f"DPP - {other}: {100 * stats['mean']:+.2f}{shown} points (± {what}); DPP ahead in "
+        f"{sum(d > 0 for d in diff)} of {len(diff)} {unit}.",
     ]
 
 
 _TABLE2_LABELS = {key: label for key, (label, _, _) in PAPER_TABLE2.items()}
+_TABLE2_LABELS.update(PRACTITIONER_BASELINES)
 
 
 def table2_disjoint(results: dict) -> str:
@@ -198,7 +222,8 @@ def table2_disjoint(results: dict) -> str:
             cells.append(f"{factor * st['mean']:.{digits}f}{spread}")
         guess = "" if uniform is None else f"{uniform:.3f}"
         lines.append(f"| {_TABLE2_LABELS.get(key, key)} | " + " | ".join(cells) + f" | {guess} |")
-    lines += _paired_lines(results, "standard") + _paired_lines(results, "infoloss")
+    for other in ("standard", "infoloss", *PRACTITIONER_BASELINES):
+        lines += _paired_lines(results, other)
     l2 = [r["l2"] for r in records if r["method"] == records[0]["method"]]
     lines += ["", "lambda per partition (block-grouped CV): " + ", ".join(f"{v:.3g}" for v in l2)]
     missing = sorted(
@@ -215,6 +240,7 @@ _ADULT_LABELS = {
     "dpp": "Probabilistic prototype (DPP)",
     "standard": "Standard prototype",
     "class_prior": "Class prior (training proportions)",
+    **PRACTITIONER_BASELINES,
 }
 
 

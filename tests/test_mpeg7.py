@@ -115,6 +115,8 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
     assert [r["num_train"] for r in results["trials"]] == [40] * 4  # four methods
     table = (tmp_path / "run" / "table1.md").read_text()
     assert "85.49 ± 1.43" in table and "Paired difference" in table
+    # what a practitioner tries first is in the table, and DPP is compared with it
+    assert "| Pooled mean + max, logistic regression |" in table and "DPP - pooling:" in table
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
     assert on_disk["trials"][0]["l2"] in [g * 2 for g in cfg.l2_selection.grid]
 
