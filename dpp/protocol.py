@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from inspect import signature
 from typing import NamedTuple
 
 import jax
@@ -238,6 +239,8 @@ def run_trial(
             if by_dpp_cv:
                 estimator.set_params(init="k-means")  # every fold and K runs its own k-means
                 estimator, l2_info = _fit_by_cv(estimator, train, settings, folds_groups)
+            elif folds_groups is not None and "groups" in signature(estimator.fit).parameters:
+                estimator.fit(train, groups=folds_groups)  # its own CV keeps the blocks whole
             else:
                 estimator.fit(train)
         except NonFiniteResultError as err:

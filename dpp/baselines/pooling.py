@@ -32,7 +32,7 @@ from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from dpp import params as check
-from dpp.estimators import SCORINGS, Affine, as_sets, labelled_sets
+from dpp.estimators import SCORINGS, Affine, _store, as_sets, labelled_sets
 from dpp.init import kmeans_centres
 from dpp.metrics import weighted_score
 from dpp.selection import MAX_EXTENSIONS, choose_on_path, cv_splits
@@ -155,7 +155,7 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         if self.random_state is not None:
             check.int_at_least("random_state", self.random_state, 0)
 
-    def fit(self, X, y=None, sample_weight=None):
+    def fit(self, X, y=None, sample_weight=None, groups=None):
         """Chooses ``C`` by cross-validation on the training sets, then fits on all of them.
 
         Args:
@@ -164,6 +164,8 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
             y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled
                 ``RaggedSets``.
             sample_weight: optional ``[N]`` non-negative per-set weights.
+            groups: optional ``[N]`` group of each set; the folds then keep groups whole (the
+                spatial blocks of a ``spatial_blocks`` split, as ``DPPClassifierCV``).
 
         Returns:
             ``self``.
@@ -180,7 +182,7 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         features = self._features(sets)
         labels = np.asarray(sets.labels, np.float64)
         weights = np.asarray(sets.weights, np.float64)
-        folds = cv_splits(self.cv, labels, seed)
+        folds = cv_splits(self.cv, labels, seed, groups)
         heads = [
             LogisticHead(features[fit], labels[fit], weights[fit], self.max_iter)
             for fit, _ in folds
@@ -300,13 +302,7 @@ class PoolingClassifier(PooledLogisticClassifier):
         max_iter: int = 1000,
         random_state: int | None = 0,
     ):
-        self.pooling = pooling
-        self.Cs = Cs
-        self.cv = cv
-        self.scoring = scoring
-        self.max_extensions = max_extensions
-        self.max_iter = max_iter
-        self.random_state = random_state
+        _store(self, locals())
 
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
@@ -356,17 +352,7 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         max_iter: int = 1000,
         random_state: int | None = 0,
     ):
-        self.n_prototypes = n_prototypes
-        self.standardize = standardize
-        self.init = init
-        self.kmeans_n_init = kmeans_n_init
-        self.kmeans_max_iter = kmeans_max_iter
-        self.Cs = Cs
-        self.cv = cv
-        self.scoring = scoring
-        self.max_extensions = max_extensions
-        self.max_iter = max_iter
-        self.random_state = random_state
+        _store(self, locals())
 
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
