@@ -33,10 +33,11 @@ MODULES = (
     "baselines", "baselines.pooling", "classifier", "compilation", "config_check",
     "config_store", "datasets",
     "datasets.adult", "datasets.generated", "datasets.indian_pines", "datasets.mpeg7",
-    "datasets.sets_file", "datasets.synthetic", "discovery", "encoding", "errors", "estimators",
+    "datasets.sets_file", "datasets.suite", "datasets.synthetic", "discovery", "encoding",
+    "errors", "estimators",
     "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
     "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
-    "selection", "sets", "sharding", "solvers", "splits", "sweep", "tables", "tracking",
+    "selection", "sets", "sharding", "solvers", "splits", "suite", "sweep", "tables", "tracking",
 )  # fmt: skip
 #: Modules of an optional extra, loaded where they are used: ``optuna_sweeper`` (the ``sweep``
 #: extra's Optuna; Hydra's sweeper plugin imports it).

@@ -178,3 +178,46 @@ def test_weighted_score_counts_only_classes_with_label_mass():
         (np.log(0.25) + 3 * np.log(0.75)) / 4
     )
     assert weighted_score(log_p, labels, [1.0, 1.0], "accuracy") == 0.5
+
+
+# ------------------------------------------------------------------ the suite of set tasks
+def test_suite_tasks_are_balanced_labelled_sets_of_the_stated_shapes():
+    from dpp.suite import TASKS
+
+    for name, (loader, k, _) in TASKS.items():
+        data = loader()
+        sizes = data.sets.set_sizes()
+        counts = np.bincount(np.asarray(data.sets.labels).argmax(1))
+        assert sizes.min() >= 1 and counts.min() > 0, name
+        if name != "digits_patches":  # generated: classes alternate
+            assert counts.max() - counts.min() <= 1, name
+        assert np.asarray(data.sets.vectors).shape[0] == data.info["num_vectors"], name
+        assert data.sets.num_sets >= 5 * k // 2, name
+
+
+def test_witness_sets_hold_a_witness_exactly_when_positive():
+    from dpp.datasets.suite import make_witness
+
+    data = make_witness(num_sets=40, dim=6, witness_rate=1.0, separation=40.0, seed=3)
+    x = np.asarray(data.sets.vectors)
+    positive = np.asarray(data.sets.labels)[:, 1] == 1
+    far = np.linalg.norm(x, axis=1) > 20.0  # witnesses sit 40 out; distractors near the origin
+    per_set = np.bincount(np.asarray(data.sets.set_ids), weights=far, minlength=40)
+    assert np.all(per_set[positive] == data.sets.set_sizes()[positive])  # rate 1: all witnesses
+    assert np.all(per_set[~positive] == 0)
+
+
+def test_the_suite_runs_a_task_and_tables_it():
+    from dpp.suite import run_task, summary_table
+
+    lines = []
+    records = run_task(
+        "witness_d10_r10", folds=2, methods=("pooling", "bag_of_words"), log=lines.append
+    )
+    assert [(r["fold"], r["method"]) for r in records] == [
+        (0, "pooling"), (0, "bag_of_words"), (1, "pooling"), (1, "bag_of_words"),
+    ]  # fmt: skip
+    assert len(lines) == 4 and all(r["status"] == "converged" for r in records)
+    assert np.mean([r["accuracy"] for r in records if r["method"] == "pooling"]) > 0.7
+    table = summary_table(records)
+    assert "| witness_d10_r10 | witness |" in table and "Mean ± 2 standard errors" in table

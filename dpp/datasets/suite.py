@@ -1,0 +1,160 @@
+"""Set tasks nobody here tuned for: generated multiple-instance problems and digits as patches.
+
+Three kinds of task, all generated or shipped with scikit-learn (nothing is downloaded):
+
+* **witness** (:func:`make_witness`): the standard multiple-instance assumption. Every vector of
+  a negative set is a distractor, drawn from one of several shared Gaussian components; a
+  positive set holds at least one *witness*, drawn from a component of its own, each of its
+  vectors being a witness with probability ``witness_rate``. Which prototypes occur decides the
+  label; the mean of a set dilutes a rare witness.
+* **proportion** (:func:`make_proportion`): every vector of every set comes from the same
+  shared components; the classes differ only in how often each component is used. The label
+  depends on proportions, where mean pooling of the right codes is the right statistic.
+* **digits** (:func:`make_digit_patches`): scikit-learn's 8 x 8 digits, each image the set of
+  its 4 x 4 patches (stride 2, 16-D; blank patches dropped), 10 classes.
+
+Each returns a :class:`~dpp.datasets.base.Dataset`; ``scripts/suite.py`` runs every method on
+all of them (:mod:`dpp.suite`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.datasets import load_digits
+
+from dpp.datasets.base import Dataset
+from dpp.sets import RaggedSets, one_hot
+
+
+def _dataset(name, vectors, sizes, classes, num_classes, info) -> Dataset:
+    set_ids = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    sets = RaggedSets.from_flat(vectors, set_ids, one_hot(classes, num_classes))
+    names = tuple(f"class {c}" for c in range(num_classes))
+    return Dataset(name, sets, names, {"num_sets": len(sizes), **info})
+
+
+def make_witness(
+    num_sets: int = 200,
+    dim: int = 10,
+    min_size: int = 2,
+    max_size: int = 40,
+    witness_rate: float = 0.1,
+    distractors: int = 5,
+    separation: float = 3.0,
+    seed: int = 0,
+) -> Dataset:
+    """Binary multiple-instance sets: a set is positive iff it holds a witness vector.
+
+    Args:
+        num_sets: ``N`` (classes alternate, so they are balanced).
+        dim: ``D``.
+        min_size: smallest set size (>= 1).
+        max_size: largest set size (>= min_size); sizes are uniform in between.
+        witness_rate: probability that a vector of a positive set is a witness (each positive
+            set gets at least one), in ``(0, 1]``.
+        distractors: shared distractor components (unit covariance, means ``N(0, 1.5^2 I)``).
+        separation: distance of the witness component's mean from the origin.
+        seed: NumPy seed.
+
+    Returns:
+        A :class:`~dpp.datasets.base.Dataset` named ``witness``.
+
+    Raises:
+        ValueError: for out-of-range arguments.
+    """
+    if not 0 < witness_rate <= 1 or not 1 <= min_size <= max_size or distractors < 1:
+        raise ValueError("need 0 < witness_rate <= 1, 1 <= min_size <= max_size, distractors >= 1")
+    rng = np.random.default_rng(seed)
+    distractor_means = rng.normal(scale=1.5, size=(distractors, dim))
+    witness_mean = rng.normal(size=dim)
+    witness_mean *= separation / np.linalg.norm(witness_mean)
+    classes = np.arange(num_sets) % 2
+    sizes = rng.integers(min_size, max_size + 1, size=num_sets)
+    vectors = []
+    for c, m in zip(classes, sizes, strict=True):
+        means = distractor_means[rng.integers(0, distractors, size=m)]
+        if c == 1:
+            witness = rng.random(m) < witness_rate
+            witness[rng.integers(0, m)] = True
+            means[witness] = witness_mean
+        vectors.append(means + rng.normal(size=(m, dim)))
+    info = {"dim": dim, "witness_rate": witness_rate, "num_vectors": int(sizes.sum())}
+    return _dataset("witness", np.concatenate(vectors), sizes, classes, 2, info)
+
+
+def make_proportion(
+    num_sets: int = 200,
+    dim: int = 10,
+    min_size: int = 10,
+    max_size: int = 40,
+    components: int = 4,
+    num_classes: int = 3,
+    concentration: float = 20.0,
+    separation: float = 3.0,
+    seed: int = 0,
+) -> Dataset:
+    """Sets drawn from shared components whose proportions depend on the class.
+
+    Each class ``c`` has mixing proportions ``pi_c ~ Dirichlet(1)`` over ``components`` shared
+    Gaussian components (unit covariance, means ``separation`` apart on average); a set's own
+    proportions are ``Dirichlet(concentration * pi_c)``, and its vectors are drawn from them.
+
+    Args:
+        num_sets: ``N`` (classes alternate).
+        dim: ``D``.
+        min_size: smallest set size (>= 1).
+        max_size: largest set size (>= min_size); sizes are uniform in between.
+        components: shared components.
+        num_classes: ``C`` (>= 2).
+        concentration: how closely a set's proportions follow its class's (> 0).
+        separation: mean distance between component means.
+        seed: NumPy seed.
+
+    Returns:
+        A :class:`~dpp.datasets.base.Dataset` named ``proportion``.
+
+    Raises:
+        ValueError: for out-of-range arguments.
+    """
+    if num_classes < 2 or components < 2 or not concentration > 0 or not 1 <= min_size <= max_size:
+        raise ValueError("need num_classes >= 2, components >= 2, concentration > 0 and sizes")
+    rng = np.random.default_rng(seed)
+    means = rng.normal(size=(components, dim))
+    means *= separation / np.sqrt(2.0) / np.linalg.norm(means, axis=1, keepdims=True)
+    class_pi = rng.dirichlet(np.ones(components), size=num_classes)
+    classes = np.arange(num_sets) % num_classes
+    sizes = rng.integers(min_size, max_size + 1, size=num_sets)
+    vectors = []
+    for c, m in zip(classes, sizes, strict=True):
+        pi = rng.dirichlet(concentration * class_pi[c] + 1e-3)
+        chosen = rng.choice(components, size=m, p=pi)
+        vectors.append(means[chosen] + rng.normal(size=(m, dim)))
+    info = {"dim": dim, "components": components, "num_vectors": int(sizes.sum())}
+    return _dataset("proportion", np.concatenate(vectors), sizes, classes, num_classes, info)
+
+
+def make_digit_patches(num_sets: int | None = 600, seed: int = 0) -> Dataset:
+    """scikit-learn's digits, each image the set of its non-blank 4 x 4 patches (stride 2).
+
+    Args:
+        num_sets: images drawn at random (``None``: all 1,797).
+        seed: NumPy seed of the draw.
+
+    Returns:
+        A :class:`~dpp.datasets.base.Dataset` named ``digits`` (16-D vectors, intensities 0-16).
+    """
+    digits = load_digits()
+    images, classes = digits.images, digits.target
+    if num_sets is not None:
+        chosen = np.sort(np.random.default_rng(seed).choice(len(classes), num_sets, replace=False))
+        images, classes = images[chosen], classes[chosen]
+    starts = range(0, 5, 2)
+    patches = np.stack(
+        [images[:, r : r + 4, c : c + 4].reshape(len(images), 16) for r in starts for c in starts],
+        axis=1,
+    )  # [N, 9, 16]
+    keep = patches.sum(axis=2) > 0
+    keep[np.arange(len(images)), np.argmax(patches.sum(axis=2), axis=1)] = True  # never empty
+    sizes = keep.sum(axis=1)
+    info = {"dim": 16, "num_vectors": int(sizes.sum())}
+    return _dataset("digits", patches[keep], sizes, classes, 10, info)
