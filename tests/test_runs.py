@@ -224,7 +224,8 @@ def _one_line_error(proc: subprocess.CompletedProcess, message: str) -> None:
 def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
     """Was: a refused run had already rewritten .hydra/config.yaml and appended to run.log."""
     out = tmp_path / "run"
-    first = _cli(out, *FAST, "trials=2", "figures=[]", "verbose=false")
+    lean = ["~baselines.pooling", "~baselines.bag_of_words"]  # two methods are enough (time)
+    first = _cli(out, *FAST, *lean, "trials=2", "figures=[]", "verbose=false")
     assert first.returncode == 0, first.stderr[-2000:]
     before = _snapshot(out)
     assert "- trials=2\n" in (out / ".hydra" / "overrides.yaml").read_text()
@@ -242,7 +243,7 @@ def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     results = _results(out)
     assert results["num_trials"] == 2 and results["resumed_trials"] == [0, 1]
-    assert len(results["trials"]) == 2 * 4  # two trials of four methods
+    assert len(results["trials"]) == 2 * 2  # two trials of two methods
 
 
 def test_an_added_key_and_too_many_devices_are_one_line_before_anything_is_written(tmp_path):
