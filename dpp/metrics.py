@@ -74,7 +74,7 @@ def weighted_score(log_probs, labels, weights, scoring: str = "log_likelihood") 
     if scoring == "accuracy":
         per_set = (np.argmax(log_probs, axis=1) == np.argmax(labels, axis=1)).astype(np.float64)
     else:
-        per_set = np.sum(np.where(labels > 0, labels * log_probs, 0.0), axis=1)
+        per_set = np.sum(labels * np.where(labels > 0, log_probs, 0.0), axis=1)
     return float(np.average(per_set, weights=np.asarray(weights, np.float64)))
 
 
