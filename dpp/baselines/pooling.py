@@ -319,7 +319,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
     The centres are k-means centres of the training vectors (:func:`dpp.init.kmeans_centres`);
     a set's features are the shares of its vectors nearest each centre (eqs. 1, 2), standardised
     and classified by scikit-learn's ``LogisticRegression`` with ``C`` chosen as in
-    :class:`PoolingClassifier`.
+    :class:`PoolingClassifier`. The selection's folds share the centres fitted on all the
+    training vectors (k-means sees no label; the standard prototype's selection does the same).
 
     Args:
         n_prototypes: ``K``, the number of centres (words).
