@@ -109,6 +109,22 @@ def as_sets(X, dtype=np.float32) -> RaggedSets:
     return RaggedSets.from_list(list(X), None, dtype=dtype)
 
 
+def prediction_sets(X, estimator) -> RaggedSets:
+    """The sets of ``X`` (:func:`as_sets`) for a fitted ``estimator`` to predict on.
+
+    Raises:
+        ValueError: the errors of :func:`as_sets`, or vectors whose dimension ``D`` is not the
+            ``n_features_in_`` the estimator was fitted on (naming both).
+    """
+    sets = as_sets(X)
+    if sets.dim != estimator.n_features_in_:
+        raise ValueError(
+            f"X has D = {sets.dim} features per vector but {type(estimator).__name__} was "
+            f"fitted on D = {estimator.n_features_in_}"
+        )
+    return sets
+
+
 def _is_pair(X) -> bool:
     if not isinstance(X, tuple | list) or len(X) != 2:
         return False
@@ -410,13 +426,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     def _prediction_sets(self, X) -> RaggedSets:
         check_is_fitted(self, "model_")
-        sets = as_sets(X)
-        if sets.dim != self.n_features_in_:
-            raise ValueError(
-                f"X has D = {sets.dim} features per vector but {type(self).__name__} was "
-                f"fitted on D = {self.n_features_in_}"
-            )
-        return self._preprocessed(sets)
+        return self._preprocessed(prediction_sets(X, self))
 
     def predict_log_proba(self, X) -> np.ndarray:
         """``[N, C]`` float64 log class probabilities of eq. (16), columns in ``classes_``.
@@ -967,8 +977,6 @@ def _validation_score(estimator, sets: RaggedSets, scoring: str) -> float:
 
 
 def _prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
-    """The validation score of the class prior of ``part`` (its weighted mean label) on ``held``."""
-    prior = np.average(np.asarray(part.labels, np.float64), axis=0, weights=part.weights)
-    with np.errstate(divide="ignore"):
-        log_p = np.broadcast_to(np.log(prior), (held.num_sets, prior.size))
-    return weighted_score(log_p, held.labels, held.weights, scoring)
+    """The validation score on ``held`` of :class:`ClassPriorClassifier` fitted on ``part``."""
+    prior = ClassPriorClassifier(standardize=False).fit(part)
+    return _validation_score(prior, held, scoring)

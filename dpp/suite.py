@@ -50,7 +50,11 @@ METHODS = ("dpp", "standard", "pooling", "bag_of_words")
 
 
 def make_method(name: str, k: int, seed: int):
-    """The unfitted estimator of ``name`` with ``K = k`` (where it has prototypes)."""
+    """The unfitted estimator of ``name`` with ``K = k`` (where it has prototypes).
+
+    Raises:
+        ValueError: a name not in :data:`METHODS`.
+    """
     if name == "dpp":
         return DPPClassifierCV(DPPClassifier(n_prototypes=k, random_state=seed), l2s=L2S, cv=3)
     if name == "standard":

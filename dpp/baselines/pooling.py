@@ -26,13 +26,13 @@ from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import pairwise_distances_argmin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from dpp import params as check
-from dpp.estimators import SCORINGS, Affine, _store, as_sets, labelled_sets
+from dpp.baselines.standard import hard_code_model
+from dpp.estimators import SCORINGS, Affine, _store, labelled_sets, prediction_sets
 from dpp.init import kmeans_centres
 from dpp.metrics import weighted_score
 from dpp.selection import MAX_EXTENSIONS, choose_on_path, cv_splits
@@ -246,12 +246,7 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
             ValueError: sets whose dimension differs from the training sets'.
         """
         check_is_fitted(self, "head_")
-        sets = as_sets(X)
-        if sets.dim != self.n_features_in_:
-            raise ValueError(
-                f"X has D = {sets.dim} features per vector but {type(self).__name__} was "
-                f"fitted on D = {self.n_features_in_}"
-            )
+        sets = prediction_sets(X, self)
         return np.asarray(self.head_.log_proba(self._features(sets)), np.float64)
 
     def predict_proba(self, X) -> np.ndarray:
@@ -364,12 +359,11 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         check.int_at_least("kmeans_max_iter", self.kmeans_max_iter, 1)
 
     def _fit_features(self, sets: RaggedSets, seed: int) -> None:
-        vectors = np.asarray(sets.vectors, np.float64)
-        self.preprocess_ = Affine.fit(vectors, self.standardize, None)
-        if self.preprocess_ is not None:
-            vectors = self.preprocess_(vectors)
+        self.preprocess_ = Affine.fit(np.asarray(sets.vectors), self.standardize, None)
+        sets = self._preprocessed(sets)
         k = int(self.n_prototypes)
         if isinstance(self.init, str) and self.init == "k-means":
+            vectors = np.asarray(sets.vectors, np.float64)
             centres = kmeans_centres(vectors, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
         else:
             centres = np.asarray(self.init, np.float64)
@@ -378,21 +372,18 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
                     f"init must be [n_prototypes, D] = [{k}, {sets.dim}] centres (in the units "
                     f"after standardize), got {centres.shape}"
                 )
-        self.centres_ = centres
+        # eqs. (1, 2) as the standard prototype codes them (internal units, blocked scatter-add)
+        self.encoder_ = hard_code_model(sets, centres, self.method)
         inverse = self.preprocess_.inverse if self.preprocess_ is not None else np.asarray
         self.prototypes_ = inverse(centres)
 
+    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
+        if self.preprocess_ is None:
+            return sets
+        return sets.with_vectors(self.preprocess_(np.asarray(sets.vectors)))
+
     def _features(self, sets: RaggedSets) -> np.ndarray:
-        vectors = np.asarray(sets.vectors, np.float64)
-        if self.preprocess_ is not None:
-            vectors = self.preprocess_(vectors)
-        nearest = pairwise_distances_argmin(vectors, self.centres_)
-        if sets.members is not None:
-            nearest = nearest[np.asarray(sets.members)]
-        k = self.centres_.shape[0]
-        counts = np.zeros((sets.num_sets, k))
-        np.add.at(counts, (np.asarray(sets.set_ids), nearest), 1.0)
-        return counts / counts.sum(axis=1, keepdims=True)
+        return np.asarray(self.encoder_.encode(self._preprocessed(sets)), np.float64)
 
 
 #: The pooled baselines by method name (the ``method`` recorded in results).

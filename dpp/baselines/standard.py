@@ -19,6 +19,32 @@ from dpp.solvers.coordinate_ascent import fit_classifier
 from dpp.solvers.lbfgs import LBFGSSettings
 
 
+def hard_code_model(train: RaggedSets, centres: np.ndarray, method: str) -> FittedModel:
+    """The untrained model that codes sets by eq. (1) nearest centres pooled by eq. (2).
+
+    The nearest centres are found in the internal units of :mod:`dpp.normalize` (the same
+    nearest centres, without float32 cancellation for offset features); ``Theta = 0``.
+
+    Args:
+        train: the training sets (their vectors fit the internal units; ``C`` from labels).
+        centres: ``[K, D]`` centres in the units of ``train``.
+        method: name recorded in the model.
+
+    Returns:
+        A :class:`~dpp.model.FittedModel` with the hard encoder (``log_beta = None``);
+        ``encode`` gives ``[N, K]`` histograms of nearest centres.
+
+    Raises:
+        ValueError: for centres of the wrong dimension.
+    """
+    if centres.ndim != 2 or centres.shape[1] != train.dim:
+        raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
+    normalizer = Normalizer.fit(np.asarray(train.vectors))
+    mu = jnp.asarray(normalizer.vectors(centres), dtype=train.vectors.dtype)
+    theta0 = jnp.zeros((mu.shape[0], train.num_classes), dtype=mu.dtype)
+    return FittedModel(method, mu, None, theta0, np.zeros(0), {}, normalizer)
+
+
 def fit_standard(
     train: RaggedSets,
     centres: np.ndarray,
@@ -45,12 +71,8 @@ def fit_standard(
     Raises:
         ValueError: for centres of the wrong dimension.
     """
-    if centres.ndim != 2 or centres.shape[1] != train.dim:
-        raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
-    normalizer = Normalizer.fit(np.asarray(train.vectors))
-    mu = jnp.asarray(normalizer.vectors(centres), dtype=train.vectors.dtype)
-    theta0 = jnp.zeros((mu.shape[0], train.num_classes), dtype=mu.dtype)
-    untrained = FittedModel(method, mu, None, theta0, np.zeros(0), {}, normalizer)
+    untrained = hard_code_model(train, centres, method)
+    theta0 = untrained.theta
     z = untrained.encode(train)
     theta = fit_classifier(z, train.labels, train.weights, theta0, l2, solver)
     history = np.array(
