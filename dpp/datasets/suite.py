@@ -70,16 +70,19 @@ def make_witness(
     witness_mean *= separation / np.linalg.norm(witness_mean)
     classes = np.arange(num_sets) % 2
     sizes = rng.integers(min_size, max_size + 1, size=num_sets)
-    vectors = []
-    for c, m in zip(classes, sizes, strict=True):
-        means = distractor_means[rng.integers(0, distractors, size=m)]
-        if c == 1:
-            witness = rng.random(m) < witness_rate
-            witness[rng.integers(0, m)] = True
-            means[witness] = witness_mean
-        vectors.append(means + rng.normal(size=(m, dim)))
+    set_ids = np.repeat(np.arange(num_sets), sizes)
+    witness = (classes[set_ids] == 1) & (rng.random(set_ids.size) < witness_rate)
+    starts = np.cumsum(sizes) - sizes
+    one = starts + (rng.random(num_sets) * sizes).astype(np.int64)  # a vector of each set
+    witness[one[classes == 1]] = True  # every positive set holds a witness
+    means = np.where(
+        witness[:, None],
+        witness_mean,
+        distractor_means[rng.integers(0, distractors, size=set_ids.size)],
+    )
+    vectors = means + rng.normal(size=means.shape)
     info = {"dim": dim, "witness_rate": witness_rate, "num_vectors": int(sizes.sum())}
-    return _dataset("witness", np.concatenate(vectors), sizes, classes, 2, info)
+    return _dataset("witness", vectors, sizes, classes, 2, info)
 
 
 def make_proportion(
@@ -124,13 +127,14 @@ def make_proportion(
     class_pi = rng.dirichlet(np.ones(components), size=num_classes)
     classes = np.arange(num_sets) % num_classes
     sizes = rng.integers(min_size, max_size + 1, size=num_sets)
-    vectors = []
-    for c, m in zip(classes, sizes, strict=True):
-        pi = rng.dirichlet(concentration * class_pi[c] + 1e-3)
-        chosen = rng.choice(components, size=m, p=pi)
-        vectors.append(means[chosen] + rng.normal(size=(m, dim)))
+    gamma = rng.gamma(concentration * class_pi[classes] + 1e-3)  # [N, components]
+    pi = gamma / gamma.sum(axis=1, keepdims=True)  # a Dirichlet draw per set
+    set_ids = np.repeat(np.arange(num_sets), sizes)
+    cdf = np.cumsum(pi, axis=1)[set_ids]  # [T, components]
+    chosen = np.minimum((rng.random(set_ids.size)[:, None] > cdf).sum(axis=1), components - 1)
+    vectors = means[chosen] + rng.normal(size=(set_ids.size, dim))
     info = {"dim": dim, "components": components, "num_vectors": int(sizes.sum())}
-    return _dataset("proportion", np.concatenate(vectors), sizes, classes, num_classes, info)
+    return _dataset("proportion", vectors, sizes, classes, num_classes, info)
 
 
 def make_digit_patches(num_sets: int | None = 600, seed: int = 0) -> Dataset:
