@@ -161,19 +161,26 @@ def objective(
     return jnp.sum(sets.weights * set_log_likelihood(z, params.theta, sets.labels)) - penalty
 
 
-def mean_log_likelihood(params: Params, sets: RaggedSets) -> Float[Array, ""]:
-    """Unpenalised, unweighted mean log-likelihood per set (the "test log-likelihood").
+def mean_log_likelihood(
+    params: Params, sets: RaggedSets, weighted: bool = False
+) -> Float[Array, ""]:
+    """Unpenalised mean log-likelihood per set (the "test log-likelihood").
 
     Padding sets (:meth:`~dpp.sets.RaggedSets.padded`) are left out of the mean.
 
     Args:
         params: fitted parameters.
         sets: evaluation sets.
+        weighted: weight each set by ``sets.weights`` (the held-out score of a model selection
+            or early stopping, as :func:`dpp.metrics.weighted_score`); the default is the
+            plain mean over the real sets.
 
     Returns:
-        Scalar mean over the real sets of eq. (17), in nats.
+        Scalar mean over the real sets of eq. (17), in nats (weighted by ``sets.weights`` if
+        ``weighted``; unit weights give the plain mean).
     """
     z = encode_soft(sets, params.mu, params.log_beta)
     real = real_sets(sets)
+    weights = jnp.where(real, sets.weights if weighted else 1.0, 0.0)
     per_set = jnp.where(real, set_log_likelihood(z, params.theta, sets.labels), 0.0)
-    return jnp.sum(per_set) / jnp.sum(real)
+    return jnp.sum(weights * per_set) / jnp.sum(weights)

@@ -153,7 +153,11 @@ class FittedModel:
 
 
 def fit_status(
-    result: FitResult, saturated_fraction: float, mode: str, round_cap: int | None = None
+    result: FitResult,
+    saturated_fraction: float,
+    mode: str,
+    round_cap: int | None = None,
+    cap_source: str = "validation_fraction",
 ) -> tuple[str, str]:
     """The truthful status of a DPP fit, and a sentence saying why.
 
@@ -164,7 +168,9 @@ def fit_status(
       stationary point (gradient norm below :data:`STATIONARY_GRAD_NORM`);
     * ``stalled``: the last round raised ``L`` by nothing although the gradient is not small
       (the line searches found no better point);
-    * ``early_stopped``: the refit stopped at ``round_cap``, the best round on validation sets;
+    * ``early_stopped``: the fit stopped at ``round_cap``, a number of rounds chosen on
+      held-out sets (early stopping's refit, or a cross-validation's choice), or it returns an
+      earlier round than its last, the best on given validation sets;
     * ``max_rounds``: the round cap (or, in joint mode, the solver's iteration cap) was reached
       while ``L`` was still rising.
 
@@ -173,7 +179,9 @@ def fit_status(
             :func:`~dpp.solvers.coordinate_ascent.fit_joint`.
         saturated_fraction: fraction of training vectors with saturated codes.
         mode: ``coordinate_ascent`` or ``joint``.
-        round_cap: the early-stopping round the fit was capped at, if any.
+        round_cap: the number of rounds, chosen on held-out sets, the fit was capped at, if any.
+        cap_source: what chose ``round_cap``: ``validation_fraction`` (early stopping) or
+            ``round_cap`` (a cross-validation).
 
     Returns:
         ``(status, reason)`` with ``status`` in :data:`STATUSES`.
@@ -188,7 +196,15 @@ def fit_status(
             "the gradients vanish: the fit stopped at hard assignments to its centres (eq. 1)"
         )
     if round_cap is not None and not bool(result.converged) and last == round_cap:
+        if cap_source == "round_cap":
+            return "early_stopped", (
+                f"stopped after round {last}, the number of rounds chosen on held-out sets"
+            )
         return "early_stopped", f"stopped after round {last}, the best on the validation sets"
+    if result.best_round is not None and int(result.best_round) < last:
+        return "early_stopped", (
+            f"returned round {int(result.best_round)} of {last}, the best on the validation sets"
+        )
     if last == 0:
         return "max_rounds", "no round was run (max_rounds = 0)"
     if not bool(result.converged):
@@ -216,6 +232,8 @@ def fit_dpp(
     validation_fraction: float = 0.0,
     start: FittedModel | None = None,
     devices: int | str = 1,
+    validation_sets: RaggedSets | None = None,
+    round_cap: int | None = None,
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
@@ -250,6 +268,15 @@ def fit_dpp(
             as one device up to the order of float additions. Not with mini-batch Adam;
             shared-pool sets run on one device (a warning). ``info["devices"]`` says how many
             the fit used.
+        validation_sets: early stopping on given held-out sets (feature units, labelled like
+            ``train``; e.g. a cross-validation's held-out fold): their weighted log-likelihood
+            per set is recorded after every round, the fit stops once ``settings.patience``
+            rounds have not raised it, and the best round's parameters are returned (no refit:
+            these sets are not training sets). Not with ``validation_fraction`` or ``round_cap``.
+        round_cap: a number of rounds chosen on held-out sets (e.g. by
+            :class:`dpp.DPPClassifierCV`): the fit runs at most this many rounds, and one that
+            stops there while ``L`` still rises is ``early_stopped``, not ``max_rounds``. Not
+            with early stopping.
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
@@ -261,7 +288,9 @@ def fit_dpp(
 
     Raises:
         ValueError: for an unknown ``mode``, centres of the wrong dimension, a
-            ``validation_fraction`` outside ``[0, 1)`` or a ``start`` of other shapes.
+            ``validation_fraction`` outside ``[0, 1)``, a ``start`` of other shapes,
+            ``validation_sets`` of another dimension or label width or together with
+            ``validation_fraction``, or a ``round_cap`` outside ``[0, max_rounds]``.
         NonFiniteResultError: for a fit whose parameters are not finite (naming which).
     """
     if mode not in MODES:
@@ -270,6 +299,7 @@ def fit_dpp(
         raise ValueError(f"validation_fraction must lie in [0, 1), got {validation_fraction}")
     if centres.ndim != 2 or centres.shape[1] != train.dim:
         raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
+    _check_held_out(train, settings, validation_fraction, validation_sets, round_cap)
     place, used_devices = functools.partial(_bucketed, settings=settings), 1
     mesh = None if devices == 1 else device_mesh(devices)
     if mesh is not None and mesh.size > 1:
@@ -318,12 +348,23 @@ def fit_dpp(
     elif validation_fraction > 0:
         early = _early_stopping(solve, params0, train, settings, key, validation_fraction, place)
         cap = jnp.int32(early["best_round"])
+    if round_cap is not None:
+        cap = jnp.int32(round_cap)
+    validation = None
+    if validation_sets is not None:
+        validation = _bucketed(normalizer.sets(validation_sets), settings)
     clock = start_round_clock()
     if cap is None:  # always an array, so that capped and uncapped fits share one program
         cap = jnp.int32(settings.max_rounds)
     padded = place(train)
     with round_progress(settings.max_rounds) if settings.verbose else contextlib.nullcontext():
-        result = jax.block_until_ready(solve(params0, padded, settings, key, round_cap=cap))
+        result = jax.block_until_ready(
+            solve(params0, padded, settings, key, validation=validation, round_cap=cap)
+        )
+    if validation is not None:
+        early = _early_record(result, int(validation_sets.num_sets), source="validation_sets")
+    elif round_cap is not None:
+        early = {"source": "round_cap", "round_cap": int(round_cap)}
     if not isinstance(padded, RaggedSets):  # replicated over a mesh: to this process's device
         result = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), result)
     seconds = time.perf_counter() - t0
@@ -367,7 +408,8 @@ def finish_fit(
         mode: ``coordinate_ascent`` or ``joint``.
         seconds: wall-clock seconds of the fit.
         devices: devices the fit used.
-        early: the early-stopping record, if any.
+        early: the early-stopping record (its ``source``: ``validation_fraction``,
+            ``validation_sets`` or ``round_cap``), if any.
         skipped: why early stopping was skipped, if it was.
         per_round: seconds of each round (verbose fits), else ``None``.
 
@@ -382,8 +424,9 @@ def finish_fit(
         if not np.all(np.isfinite(np.asarray(value))):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
     saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
-    best_round = None if early is None else early["best_round"]
-    status, reason = fit_status(result, saturated, mode, best_round)
+    source = None if early is None else early["source"]
+    cap = {"validation_fraction": "best_round", "round_cap": "round_cap"}.get(source)
+    status, reason = fit_status(result, saturated, mode, cap and early[cap], source)
     rounds = int(result.num_rounds)
     history = np.asarray(result.history)[: rounds + 1]
     diag = {}
@@ -454,11 +497,43 @@ def _early_stopping(
     fit_part, val_part = train.subset(fit_idx), train.subset(val_idx)
     fit_part, validation = place(fit_part), _bucketed(val_part, settings)
     result = solve(params0, fit_part, settings, key, validation=validation)
+    record = _early_record(result, int(val_part.num_sets), source="validation_fraction")
+    return {"validation_fraction": fraction, **record}
+
+
+def _early_record(result: FitResult, validation_sets: int, source: str) -> dict:
+    """What early stopping saw: the best round and the validation log-likelihood per round."""
     rounds = int(result.num_rounds)
     return {
-        "validation_fraction": fraction,
-        "validation_sets": int(val_part.num_sets),  # the real sets, not the padded count
+        "source": source,
+        "validation_sets": validation_sets,  # the real sets, not the padded count
         "best_round": int(result.best_round),
         "rounds_monitored": rounds,
         "validation_history": np.asarray(result.validation_history)[: rounds + 1].tolist(),
     }
+
+
+def _check_held_out(
+    train: RaggedSets,
+    settings: FitSettings,
+    validation_fraction: float,
+    validation_sets: RaggedSets | None,
+    round_cap: int | None,
+) -> None:
+    """The errors of :func:`fit_dpp`'s ``validation_sets`` and ``round_cap``."""
+    if validation_sets is not None:
+        if validation_fraction > 0:
+            raise ValueError("give validation_sets or a validation_fraction > 0, not both")
+        shape = (validation_sets.dim, validation_sets.num_classes)
+        if shape != (train.dim, train.num_classes):
+            raise ValueError(
+                f"validation_sets must have D = {train.dim} and C = {train.num_classes} like "
+                f"the training sets, got D = {shape[0]}, C = {shape[1]}"
+            )
+    if round_cap is not None:
+        if validation_fraction > 0 or validation_sets is not None:
+            raise ValueError("a round_cap excludes early stopping (validation_fraction, _sets)")
+        if not 0 <= int(round_cap) <= settings.max_rounds:
+            raise ValueError(
+                f"round_cap must lie in [0, max_rounds = {settings.max_rounds}], got {round_cap}"
+            )

@@ -144,8 +144,8 @@ class FitResult(NamedTuple):
             at most ``tol * |L|``. :func:`dpp.model.fit_status` turns this and ``diagnostics``
             into the reported status.
         diagnostics: :class:`StepDiagnostics`, rows ``0..num_rounds`` filled.
-        validation_history: ``[max_rounds + 1]`` validation log-likelihood per set after each
-            round (early stopping), else ``None``.
+        validation_history: ``[max_rounds + 1]`` validation log-likelihood per set (weighted
+            by the sets' weights) after each round (early stopping), else ``None``.
         best_round: int32 scalar, the round whose parameters are returned (early stopping),
             else ``None``.
     """
@@ -414,8 +414,8 @@ def coordinate_ascent(
     ``Theta`` in ``params0`` is only the warm start of the initial Theta-step. Each round is a
     (mu, beta)-step followed by a Theta-step, each accepted only if it raises ``L``.
 
-    With ``validation`` sets (a held-out part of the *training* sets, never test data) the mean
-    validation log-likelihood per set is recorded after every round, the parameters of the best
+    With ``validation`` sets (held-out sets, never test data) the weighted mean validation
+    log-likelihood per set is recorded after every round, the parameters of the best
     round are returned, and the loop stops once ``settings.patience`` rounds in a row have not
     improved it (early stopping).
 
@@ -514,7 +514,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     def validate(params):
         if validation is None:
             return jnp.array(jnp.nan, value.dtype)
-        return mean_log_likelihood(params, validation).astype(value.dtype)
+        return mean_log_likelihood(params, validation, weighted=True).astype(value.dtype)
 
     def trace(x0):
         return jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(x0)
