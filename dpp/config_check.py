@@ -154,6 +154,7 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         number(cfg, f"l2_selection.grid[{i}]", low=0)
     int_at_least(cfg, "l2_selection.folds", 2)
     int_at_least(cfg, "l2_selection.max_extensions", 0)
+    boolean(cfg, "l2_selection.select_rounds")
     if _get(cfg, "l2_selection.n_prototypes_grid") is not None:
         ks = _get(cfg, "l2_selection.n_prototypes_grid")
         if not isinstance(ks, ListConfig | list) or not ks:

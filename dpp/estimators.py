@@ -320,6 +320,10 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
                 ``n_prototypes``.
             NonFiniteResultError: the fit produced non-finite parameters.
         """
+        return self._fit(X, y, sample_weight)
+
+    def _fit(self, X, y, sample_weight, **fit_params):
+        """:meth:`fit`, with method-specific ``fit_params`` passed on to ``_fit_model``."""
         self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
@@ -328,7 +332,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         )
         sets = self._preprocessed(sets)
         seed = self._seed()
-        model = self._fit_model(sets, seed)
+        model = self._fit_model(sets, seed, **fit_params)
         self._set_fitted(model)
         self._warn_status()
         return self
@@ -597,11 +601,48 @@ class DPPClassifier(PrototypeClassifier):
             verbose=bool(self.verbose),
         )
 
-    def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
+    def fit(self, X, y=None, sample_weight=None, validation_sets=None, round_cap=None):
+        """Fits the model on training sets (see :meth:`PrototypeClassifier.fit`).
+
+        Args:
+            X: training sets, as :meth:`PrototypeClassifier.fit`.
+            y: labels, as :meth:`PrototypeClassifier.fit`.
+            sample_weight: per-set weights, as :meth:`PrototypeClassifier.fit`.
+            validation_sets: early stopping on given held-out sets, e.g. a cross-validation's
+                held-out fold: a labelled :class:`~dpp.sets.RaggedSets` in the raw feature
+                units, its ``[M, C]`` label rows in the columns of ``classes_`` (what a
+                ``subset`` of the labelled training sets gives). Their weighted log-likelihood
+                per set is recorded after every round (``fit_info_["early_stopping"]``), the
+                fit stops once ``patience`` rounds have not raised it, and the best round's
+                parameters are kept. Not with ``validation_fraction > 0``.
+            round_cap: a number of rounds chosen on held-out sets (what
+                :class:`DPPClassifierCV` passes): at most this many rounds, and a fit that
+                stops there is ``early_stopped``. At most ``max_rounds``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: as :meth:`PrototypeClassifier.fit`; ``validation_sets`` that are not
+                labelled ``RaggedSets`` of the training sets' ``D`` and ``C``; a ``round_cap``
+                outside ``[0, max_rounds]``; either with early stopping.
+        """
+        if validation_sets is not None and not isinstance(validation_sets, RaggedSets):
+            raise ValueError(
+                "validation_sets must be a labelled RaggedSets (e.g. sets.subset(indices)), got "
+                f"{type(validation_sets).__name__}"
+            )
+        return self._fit(X, y, sample_weight, validation_sets=validation_sets, round_cap=round_cap)
+
+    def _fit_model(
+        self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None
+    ) -> FittedModel:
         start = self._warm_model(sets)
         if start is not None and np.ndim(start.log_beta) != int(bool(self.per_prototype_beta)):
             start = None  # a shared beta cannot warm-start per-prototype ones, nor the reverse
         centres = start.prototypes if start is not None else self._initial_centres(sets, seed)
+        if validation_sets is not None:
+            validation_sets = self._preprocessed(validation_sets)
         return fit_dpp(
             sets,
             centres,
@@ -613,6 +654,8 @@ class DPPClassifier(PrototypeClassifier):
             validation_fraction=float(self.validation_fraction),
             start=start,
             devices=self.devices if self.devices == "all" else int(self.devices),
+            validation_sets=validation_sets,
+            round_cap=None if round_cap is None else int(round_cap),
         )
 
 
@@ -787,10 +830,23 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         max_extensions: while the best ``l2`` is the largest (smallest) of its grid, one more
             value a grid step beyond it is cross-validated, up to this many on each side (0:
             the grid as given).
+        select_rounds: for a :class:`DPPClassifier`, also choose the number of
+            coordinate-ascent rounds (0, the k-means start with its Theta-step, up to
+            ``max_rounds``) by the validation log-likelihood: every fold fits each candidate
+            from k-means with its held-out fold as early stopping's ``validation_sets``, a
+            candidate scores its best round (the fewest rounds on ties), and the refit stops
+            after the chosen round (``round_cap``; status ``early_stopped`` when ``L`` was
+            still rising). This replaces the estimator's own ``validation_fraction``. It
+            treats the rounds that overfit as what they are: on the suite's witness tasks the
+            codes saturate within a few rounds and the held-out log-likelihood falls (README,
+            "A suite of set tasks"). Needs ``scoring="log_likelihood"``; ignored for the other
+            estimators.
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
     ``rank_test_score``, ``mean_fit_time``; values added beyond the grid are candidates too),
+    ``best_rounds_`` (the chosen number of rounds, ``None`` without ``select_rounds``; the
+    ``rounds`` entry of ``cv_results_`` gives each candidate's best round),
     ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only value``:
     where the chosen ``l2`` lies among those scored for its ``K``), ``l2s_added_``,
     ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
@@ -808,6 +864,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
+        select_rounds: bool = True,
     ):
         _store(self, locals())
 
@@ -848,6 +905,15 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             check.int_at_least("n_prototypes", k, 1)
         check.choice("scoring", self.scoring, SCORINGS)
         check.int_at_least("max_extensions", self.max_extensions, 0)
+        check.boolean("select_rounds", self.select_rounds)
+        by_round = self.select_rounds and isinstance(base, DPPClassifier)
+        if by_round and self.scoring != "log_likelihood":
+            raise ValueError(
+                "select_rounds chooses the rounds by the validation log-likelihood: use "
+                f"scoring='log_likelihood' or select_rounds=False (got scoring={self.scoring!r})"
+            )
+        if by_round:
+            base = clone(base).set_params(validation_fraction=0.0)  # the folds hold out instead
         sets, classes = labelled_sets(X, y, sample_weight)
         seed = 0 if base.random_state is None else int(base.random_state)
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
@@ -858,33 +924,45 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         ]
         shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
         fold_scores: dict[tuple[int, float], np.ndarray] = {}
+        rounds: dict[tuple[int, float], int] = {}
         seconds: dict[tuple[int, float], float] = {}
         last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2 fitted
 
         def cross_validate(k: int, path: list[float], warm: bool) -> None:
             """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold."""
+            by_fold = []
             for f, (part, held) in enumerate(parts):
-                est = last.get((f, k)) if warm else None
+                est = last.get((f, k)) if warm and not by_round else None
                 if est is None:
-                    est = clone(base).set_params(n_prototypes=k, warm_start=True)
+                    est = clone(base).set_params(n_prototypes=k, warm_start=not by_round)
                 for l2 in path:
                     t0 = time.perf_counter()
-                    est.set_params(l2=float(l2 * shrink[f])).fit(part)
+                    est.set_params(l2=float(l2 * shrink[f]))
                     key = (k, l2)
+                    if by_round:
+                        est.fit(part, validation_sets=held)
+                        by_fold.append((key, f, _scores_by_round(est)))
+                    else:
+                        est.fit(part)
+                        fold_scores.setdefault(key, np.zeros(len(parts)))[f] = _validation_score(
+                            est, held, self.scoring
+                        )
                     seconds[key] = seconds.get(key, 0.0) + (time.perf_counter() - t0) / len(parts)
-                    fold_scores.setdefault(key, np.zeros(len(parts)))[f] = _validation_score(
-                        est, held, self.scoring
-                    )
-                    logger.info(
-                        "fold %d K=%d l2=%.3g: validation %s %.4f",
-                        f,
-                        k,
-                        l2,
-                        self.scoring,
-                        fold_scores[key][f],
-                    )
                 if warm or (f, k) not in last:
                     last[f, k] = est
+            for key in dict.fromkeys(key for key, _, _ in by_fold):
+                per_round = np.stack([v for c, _, v in by_fold if c == key])  # [folds, R]
+                best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
+                fold_scores[key], rounds[key] = per_round[:, best], best
+            for key in ((k, v) for v in path):
+                logger.info(
+                    "K=%d l2=%.3g: validation %s %s%s",
+                    key[0],
+                    key[1],
+                    self.scoring,
+                    np.round(fold_scores[key], 4).tolist(),
+                    f" at round {rounds[key]}" if key in rounds else "",
+                )
 
         for k in ks:
             cross_validate(k, l2s, warm=True)
@@ -920,6 +998,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             **{f"split{f}_test_score": scores[:, f] for f in range(len(folds))},
             "rank_test_score": rank,
             "mean_fit_time": np.array([seconds[c] for c in candidates]),
+            **({"rounds": np.array([rounds[c] for c in candidates])} if by_round else {}),
         }
         self.best_params_ = dict(self.cv_results_["params"][best])
         self.best_score_ = float(mean[best])
@@ -930,7 +1009,12 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             np.mean([_prior_score(part, held, self.scoring) for part, held in parts])
         )
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
-        self.best_estimator_ = clone(base).set_params(**self.best_params_).fit(sets)
+        self.best_rounds_ = rounds[candidates[best]] if by_round else None
+        self.best_estimator_ = clone(base).set_params(**self.best_params_)
+        if by_round:
+            self.best_estimator_.fit(sets, round_cap=self.best_rounds_)
+        else:
+            self.best_estimator_.fit(sets)
         self.best_estimator_.classes_ = classes
         self.classes_ = classes
         self.n_features_in_ = self.best_estimator_.n_features_in_
@@ -969,6 +1053,23 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     def save(self, path) -> None:
         """Writes ``best_estimator_`` (:func:`dpp.persist.save`); it loads as that estimator."""
         self._best().save(path)
+
+
+def _scores_by_round(estimator: DPPClassifier) -> np.ndarray:
+    """``[max_rounds + 1]`` validation log-likelihood per set after each round.
+
+    Of a fit with ``validation_sets``: known up to its last round, carried on to ``max_rounds``
+    when it stopped by ``tol`` (a fit capped later stops there too), NaN after a stop by
+    ``patience``.
+    """
+    early = estimator.fit_info_["early_stopping"]
+    history = np.asarray(early["validation_history"], np.float64)
+    last = early["rounds_monitored"]
+    scores = np.full(estimator.max_rounds + 1, np.nan)
+    scores[: last + 1] = history
+    if last - early["best_round"] < estimator.patience:  # stopped by tol or max_rounds
+        scores[last + 1 :] = history[-1]
+    return scores
 
 
 def _validation_score(estimator, sets: RaggedSets, scoring: str) -> float:

@@ -125,6 +125,7 @@ def _fit_by_cv(
         n_prototypes=sel.get("n_prototypes_grid"),
         cv=sel["folds"],
         max_extensions=sel["max_extensions"],
+        select_rounds=sel["select_rounds"],
     ).fit(train, groups=groups)
     results = search.cv_results_
     info = {
@@ -137,6 +138,7 @@ def _fit_by_cv(
         "l2_added": search.l2s_added_,
         "cv_prior_score": search.prior_score_,
         "best_params": search.best_params_,
+        "cv_rounds": search.best_rounds_,
         "l2_selection_seconds": time.perf_counter() - t0,
     }
     return search.best_estimator_, info

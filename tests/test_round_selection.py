@@ -1,0 +1,122 @@
+"""Early stopping on given held-out sets, a round cap chosen on held-out sets, and
+``DPPClassifierCV`` choosing the number of coordinate-ascent rounds with ``l2``."""
+
+import dataclasses
+import warnings
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from dpp.datasets.generated import make_generated
+from dpp.datasets.suite import make_witness
+from dpp.errors import FitWarning
+from dpp.estimators import DPPClassifier, DPPClassifierCV
+from dpp.init import kmeans_centres
+from dpp.metrics import weighted_score
+from dpp.model import fit_dpp
+from dpp.solvers.coordinate_ascent import FitSettings
+
+QUICK = {"random_state": 0, "optimizer_options": {"max_iter": 20, "theta_max_iter": 100}}
+
+
+def _halves(sets, seed=0):
+    order = np.random.default_rng(seed).permutation(sets.num_sets)
+    half = sets.num_sets // 2
+    return sets.subset(np.sort(order[:half])), sets.subset(np.sort(order[half:]))
+
+
+@pytest.fixture(scope="module")
+def halves():
+    data = make_generated(num_sets=80, dim=4, max_size=10, seed=3)
+    train, held = _halves(data.sets)
+    weights = np.random.default_rng(1).uniform(0.2, 2.0, held.num_sets)  # not all equal
+    return train, dataclasses.replace(held, weights=jnp.asarray(weights, held.weights.dtype))
+
+
+def test_round_r_of_a_monitored_fit_is_the_fit_capped_at_r(halves):
+    """What choosing the rounds rests on: the validation history of one monitored fit gives,
+    round by round, the held-out score of the fit capped at that round (the weighted score)."""
+    train, held = halves
+    centres = kmeans_centres(np.asarray(train.vectors), 3, seed=0)
+    settings = FitSettings(l2=1e-2, max_rounds=4, tol=0.0, patience=5)  # every round runs
+    monitored = fit_dpp(train, centres, settings, jax.random.key(0), validation_sets=held)
+    early = monitored.info["early_stopping"]
+    history = np.asarray(early["validation_history"])
+    assert early["source"] == "validation_sets" and early["rounds_monitored"] == 4
+    assert history.shape == (5,) and early["best_round"] == int(np.argmax(history))
+    for r in range(5):
+        capped = fit_dpp(train, centres, settings, jax.random.key(0), round_cap=r)
+        score = weighted_score(
+            np.asarray(capped.log_predictive(held)), held.labels, held.weights, "log_likelihood"
+        )
+        np.testing.assert_allclose(history[r], score, rtol=1e-4)
+        assert capped.info["rounds"] == r
+        if r < 4 and capped.info["status"] != "saturated":
+            assert capped.info["status"] == "early_stopped", capped.info["status_reason"]
+            assert "chosen on held-out sets" in capped.info["status_reason"]
+    # the monitored fit keeps its best round's parameters
+    best = fit_dpp(train, centres, settings, jax.random.key(0), round_cap=early["best_round"])
+    np.testing.assert_allclose(monitored.theta, best.theta, rtol=1e-3, atol=1e-4)
+
+
+def test_held_out_arguments_are_refused_where_they_conflict(halves):
+    train, held = halves
+    centres = kmeans_centres(np.asarray(train.vectors), 3, seed=0)
+    settings = FitSettings(max_rounds=3)
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="round_cap must lie in \\[0, max_rounds = 3\\]"):
+        fit_dpp(train, centres, settings, key, round_cap=4)
+    with pytest.raises(ValueError, match="not both"):
+        fit_dpp(train, centres, settings, key, validation_fraction=0.2, validation_sets=held)
+    with pytest.raises(ValueError, match="round_cap excludes early stopping"):
+        fit_dpp(train, centres, settings, key, validation_sets=held, round_cap=1)
+    other = make_generated(num_sets=20, dim=5, max_size=5, seed=0).sets
+    with pytest.raises(ValueError, match="D = 4 .* D = 5"):
+        fit_dpp(train, centres, settings, key, validation_sets=other)
+    with pytest.raises(ValueError, match="labelled RaggedSets"):
+        DPPClassifier(n_prototypes=3, **QUICK).fit(train, validation_sets=[np.zeros((2, 4))])
+
+
+def test_cv_chooses_rounds_and_refits_capped(halves):
+    train, _ = halves
+    base = DPPClassifier(n_prototypes=3, max_rounds=4, tol=0.0, patience=5, **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        search = DPPClassifierCV(base, l2s=[1e-2], cv=3, max_extensions=0).fit(train)
+        plain = DPPClassifierCV(base, l2s=[1e-2], cv=3, select_rounds=False).fit(train)
+    rounds = search.cv_results_["rounds"]
+    assert search.best_rounds_ == rounds[search.best_index_]
+    assert 0 <= search.best_rounds_ <= 4
+    # every round is a candidate, the last (the plain selection's fit) among them
+    assert search.best_score_ >= plain.best_score_ - 1e-6 * abs(plain.best_score_)
+    assert plain.best_rounds_ is None and "rounds" not in plain.cv_results_
+    info = search.best_estimator_.fit_info_
+    assert info["rounds"] <= search.best_rounds_
+    assert info["early_stopping"] == {"source": "round_cap", "round_cap": search.best_rounds_}
+    with pytest.raises(ValueError, match="select_rounds=False"):
+        DPPClassifierCV(base, l2s=[1e-2], cv=3, scoring="accuracy").fit(train)
+
+
+@pytest.mark.extended
+def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
+    """Sets with a few witness vectors among distractors: fits run to ``tol`` end saturated
+    (one-hot codes) and are worse on held-out sets; choosing the rounds by CV does not."""
+    sets = make_witness(num_sets=160, dim=10, witness_rate=0.1, seed=5).sets
+    train, test = _halves(sets, seed=2)
+    base = DPPClassifier(n_prototypes=6, **QUICK)
+    labels = np.asarray(test.labels)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        full = DPPClassifierCV(base, l2s=[1e-2, 1e-1], cv=3, select_rounds=False).fit(train)
+        chosen = DPPClassifierCV(base, l2s=[1e-2, 1e-1], cv=3).fit(train)
+
+    def score(search):
+        weights = np.ones(len(labels))
+        return weighted_score(search.predict_log_proba(test), labels, weights, "log_likelihood")
+
+    assert full.best_estimator_.fit_info_["status"] == "saturated"
+    assert chosen.best_estimator_.fit_info_["status"] != "saturated"
+    assert chosen.best_rounds_ < base.max_rounds
+    assert score(chosen) > score(full)
