@@ -4,8 +4,8 @@ Each task (:data:`TASKS`, :mod:`dpp.datasets.suite`) is cut into stratified oute
 every fold each method is fitted on the other folds with its default selection and scored on
 the held-out one:
 
-* ``dpp``: :class:`~dpp.DPPClassifierCV` over ``DPPClassifier`` (``l2`` by inner CV, the grid
-  extended past an edge);
+* ``dpp``: :class:`~dpp.DPPClassifierCV` over ``DPPClassifier`` (``l2`` and the number of
+  coordinate-ascent rounds by inner CV, the grid extended past an edge);
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.baselines.pooling` (their own ``C`` by CV).
 
@@ -73,6 +73,7 @@ def _selection(estimator) -> dict:
         info = estimator.best_estimator_.fit_info_
         return {
             "l2": estimator.best_params_["l2"],
+            "rounds": estimator.best_rounds_,  # chosen by the inner CV (DPP), else None
             "position": estimator.best_position_,
             "beats_prior": estimator.beats_prior_,
             "status": info.get("status"),
@@ -167,6 +168,23 @@ def summary_table(records: list[dict]) -> str:
     selected = frame[frame.method.isin(["dpp", "standard"])]
     positions = selected.groupby(["method", "position"]).size().to_dict()
     statuses = selected.groupby(["method", "status"]).size().to_dict()
+    seconds = frame.pivot_table("fit_seconds", "task", "method", sort=False)
+    shown = [m for m in METHODS if m in seconds]
+    timing = [
+        "| task | " + " | ".join(f"{m} (s)" for m in shown) + " |",
+        "|---|" + "---|" * len(shown),
+        *(
+            f"| {task} | " + " | ".join(f"{row[m]:.1f}" for m in shown) + " |"
+            for task, row in seconds.iterrows()
+        ),
+    ]
+    rounds = []
+    if "rounds" in frame and frame.rounds.notna().any():
+        chosen = frame[frame.method == "dpp"].rounds.dropna().astype(int).value_counts()
+        rounds = [
+            "DPP rounds chosen by the inner CV (fits): "
+            + ", ".join(f"{r}: {n}" for r, n in sorted(chosen.items()))
+        ]
     lines += [
         "",
         "Mean ± 2 standard errors over the outer folds.",
@@ -179,5 +197,10 @@ def summary_table(records: list[dict]) -> str:
         + ", ".join(f"{m} {p}: {n}" for (m, p), n in positions.items()),
         "",
         "Final fit statuses: " + ", ".join(f"{m} {s}: {n}" for (m, s), n in statuses.items()),
+        *rounds,
+        "",
+        "Fit time per outer fold (mean seconds, selection and refit included):",
+        "",
+        *timing,
     ]
     return "\n".join(lines) + "\n"
