@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from test_experiment import FAST
 
 from dpp.reporting import run_state
@@ -43,6 +44,7 @@ def _records(out: Path) -> int:
         return -1
 
 
+@pytest.mark.extended
 def test_sigkill_at_random_moments_and_resume_gives_the_uninterrupted_results(tmp_path):
     reference = tmp_path / "reference"
     subprocess.run(_command(reference, *LAUNCH), cwd=REPO, check=True, capture_output=True)

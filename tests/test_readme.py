@@ -4,12 +4,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
 from readme_examples import examples  # noqa: E402
 
 
+@pytest.mark.extended
 def test_the_readme_examples_print_what_the_readme_shows():
     proc = subprocess.run(
         [sys.executable, "scripts/readme_examples.py"],

@@ -150,6 +150,7 @@ def _wait_for_records(out: Path, proc: subprocess.Popen, count: int, timeout=240
     raise AssertionError("the run recorded nothing in time")
 
 
+@pytest.mark.extended
 def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     out = tmp_path / "run"
     proc = _start(out, "trials=4")  # more trials than it will finish before the signal
@@ -221,6 +222,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, message: str) -> None:
     ]
 
 
+@pytest.mark.extended
 def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
     """Was: a refused run had already rewritten .hydra/config.yaml and appended to run.log."""
     out = tmp_path / "run"

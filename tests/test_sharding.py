@@ -31,6 +31,7 @@ def _multidevice_checks(select: str, passed: int) -> None:
     assert f"{passed} passed" in proc.stdout, proc.stdout[-2000:]
 
 
+@pytest.mark.extended
 def test_four_device_fits_equal_one_device():
     _multidevice_checks("not cli_devices and not early_stopping", 7)
 

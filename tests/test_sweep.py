@@ -42,8 +42,12 @@ def _jobs(sweep_dir: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize(
-    "launcher", ["joblib", pytest.param("submitit_local", marks=pytest.mark.slow)]
-)  # one launcher in the default run (35-40 s each); both with -m slow
+    "launcher",
+    [
+        pytest.param("joblib", marks=pytest.mark.extended),
+        pytest.param("submitit_local", marks=pytest.mark.slow),
+    ],
+)  # joblib in the extended run that CI adds (35-40 s each); submitit_local with -m slow
 def test_launcher_runs_jobs_into_folders_named_by_overrides_and_collect_tables_them(
     tmp_path, launcher
 ):
@@ -72,6 +76,7 @@ def test_launcher_runs_jobs_into_folders_named_by_overrides_and_collect_tables_t
     assert paths["png"].stat().st_size > 1000
 
 
+@pytest.mark.extended
 def test_optuna_sweeper_maximises_the_validation_metric_the_run_returns(tmp_path):
     proc = _multirun(
         tmp_path, "hparams_search=optuna", "hydra.sweeper.n_trials=2", "model.n_prototypes=2"
@@ -88,6 +93,7 @@ def test_optuna_sweeper_maximises_the_validation_metric_the_run_returns(tmp_path
     assert "Best value" in proc.stderr + proc.stdout
 
 
+@pytest.mark.extended
 def test_a_stored_optuna_study_survives_a_kill_and_grows_to_n_trials(tmp_path):
     """Issue 22: sqlite storage works (SQLAlchemy 1.4 pinned); n_trials is the study's size, so
     a sweep killed mid-way and launched again adds only the missing trials to the same study."""

@@ -54,6 +54,7 @@ def test_a_run_logs_config_metrics_rounds_statuses_and_files(tmp_path):
     assert [m.step for m in client.get_metric_history(run_id, "dpp/accuracy")] == [0, 1, 2]
 
 
+@pytest.mark.extended
 def test_a_multirun_is_one_parent_run_with_a_child_per_job(tmp_path):
     store = tmp_path / "mlruns"
     args = [
