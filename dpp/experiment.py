@@ -136,6 +136,40 @@ def _kl_bits(out: Path, records: list[dict], name: str):
 
 
 # ---------------------------------------------------------------------- run
+def _run_suite(cfg: DictConfig, output_dir) -> dict:
+    """``experiment=suite``: every method on every task of :mod:`dpp.suite`, in the run folder.
+
+    The folder gets ``config.yaml``, the run's log, ``suite.json`` (with its status),
+    ``suite.csv``, ``suite.md`` and ``suite.png`` (:func:`dpp.suite.run_suite`).
+    SIGTERM/SIGINT end it ``interrupted`` with the finished tasks kept, and ``resume=true``
+    continues it.
+    """
+    from dpp.suite import check_suite, run_suite
+
+    suite = cfg.suite
+    check_suite(suite.tasks, suite.methods, suite.folds)  # before any folder is touched
+    out = _output_dir(output_dir)
+    enable_persistent_cache(cfg.get("compilation_cache"))
+
+    def accepted() -> None:  # a refused run leaves the folder as it was
+        run_folder.accept_logs()
+        (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+
+    with _signals_interrupt():
+        results = run_suite(
+            out,
+            list(suite.tasks),
+            int(suite.folds),
+            int(cfg.seed),
+            list(suite.methods),
+            resume=bool(cfg.resume),
+            log=logger.info,
+            on_accepted=accepted,
+        )
+    logger.info("suite table in %s", out / "suite.md")
+    return results
+
+
 def _output_dir(output_dir) -> Path:
     if output_dir is None:
         from hydra.core.hydra_config import HydraConfig
@@ -371,6 +405,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         ValueError, FileNotFoundError: for bad data; ``status = "failed"``.
     """
     check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
+    if cfg.get("suite") is not None:
+        return _run_suite(cfg, output_dir)
     launch = run_folder.Launch.current()
     run_folder.check_overrides(launch)
     distributed = initialize_distributed(**cfg.distributed)  # before JAX starts its backends

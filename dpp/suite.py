@@ -10,15 +10,18 @@ the held-out one:
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.baselines.pooling` (their own ``C`` by CV).
 
 InfoLoss is left out (its fits cost 10-100x a standard prototype's and it needs a beta scale
-tuned per task). ``scripts/suite.py`` runs it and writes ``suite.json``, ``suite.csv`` and
-``suite.md``.
+tuned per task). :func:`run_suite` runs it into a folder (``suite.json``, ``suite.csv``,
+``suite.md``, ``suite.png``), from ``python experiments/run.py experiment=suite`` or
+``scripts/suite.py``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -27,7 +30,7 @@ from sklearn.model_selection import StratifiedKFold
 from dpp.baselines.pooling import BagOfWordsClassifier, PoolingClassifier
 from dpp.datasets.base import Dataset
 from dpp.datasets.suite import make_digit_patches, make_proportion, make_witness
-from dpp.errors import FitWarning
+from dpp.errors import ConfigError, FitWarning, RunInterrupted
 from dpp.estimators import DPPClassifier, DPPClassifierCV, StandardPrototypeClassifier
 from dpp.metrics import evaluate
 
@@ -204,3 +207,128 @@ def summary_table(records: list[dict]) -> str:
         *timing,
     ]
     return "\n".join(lines) + "\n"
+
+
+def check_suite(tasks, methods, folds: int) -> None:
+    """Refuses unknown tasks or methods and fewer than 2 folds, naming the ``suite`` key.
+
+    Raises:
+        ConfigError: naming the key, the value and the choices.
+    """
+    for key, values, known in (("suite.tasks", tasks, TASKS), ("suite.methods", methods, METHODS)):
+        unknown = [v for v in values if v not in known] if values else ["(none)"]
+        if unknown:
+            raise ConfigError(f"{key}: unknown {unknown}; choose from {list(known)}")
+    if int(folds) < 2:
+        raise ConfigError(f"suite.folds must be >= 2, got {folds}")
+
+
+def run_suite(
+    out: Path,
+    tasks=tuple(TASKS),
+    folds: int = 5,
+    seed: int = 0,
+    methods=METHODS,
+    resume: bool = False,
+    log=print,
+    on_accepted: Callable[[], None] | None = None,
+) -> dict:
+    """Runs the suite into ``out``: ``suite.json``, ``suite.csv``, ``suite.md``, ``suite.png``.
+
+    The files are rewritten after every task, with ``status`` ``running``; at the end it is
+    ``complete``, or ``failed``/``interrupted`` with the error, keeping the finished tasks. With
+    ``resume`` the tasks that ``suite.json`` holds are kept and the others run.
+
+    Args:
+        out: the run directory.
+        tasks: names from :data:`TASKS`.
+        folds: outer folds per task.
+        seed: seed of the folds and the estimators.
+        methods: names from :data:`METHODS`.
+        resume: continue the suite recorded in ``out``.
+        log: called with one line per fitted method.
+        on_accepted: called once the folder is accepted, before anything is written (the
+            CLI releases its log file and writes the config then).
+
+    Returns:
+        The content of ``suite.json``.
+
+    Raises:
+        ConfigError: unknown tasks or methods, fewer than 2 folds, a folder that holds a suite
+            run without ``resume``, or one recorded with other ``folds``, ``seed`` or
+            ``methods``.
+    """
+    tasks, methods = list(tasks), list(methods)
+    check_suite(tasks, methods, folds)
+    out = Path(out)
+    path = out / "suite.json"
+    header = {"experiment": "suite", "tasks": tasks, "folds": int(folds), "seed": int(seed)}
+    header["methods"] = methods
+    records = []
+    if path.is_file():
+        previous = json.loads(path.read_text())
+        if not resume:
+            raise ConfigError(f"{out} already holds a suite run; pass resume=true to continue it")
+        mismatch = [k for k in ("folds", "seed", "methods") if previous.get(k) != header[k]]
+        if mismatch:
+            raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
+        records = [r for r in previous["records"] if r["task"] in tasks]
+    out.mkdir(parents=True, exist_ok=True)
+    if on_accepted is not None:
+        on_accepted()
+    done = {r["task"] for r in records}
+    start = time.perf_counter()
+
+    def write(status: str, **extra) -> dict:
+        results = {**header, "status": status, **extra, "records": records}
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(results, indent=1, default=float))
+        tmp.replace(path)  # atomic: a kill never leaves half a file
+        if records:
+            pd.DataFrame(records).to_csv(out / "suite.csv", index=False)
+            (out / "suite.md").write_text("# Suite of set tasks\n\n" + summary_table(records))
+        return results
+
+    write("running")
+    try:
+        for task in tasks:
+            if task in done:
+                log(f"{task}: kept from the earlier run")
+                continue
+            records += run_task(task, folds, seed, methods, log)
+            write("running")
+        suite_figure(records, out / "suite.png")
+        return write("complete", wall_seconds=time.perf_counter() - start)
+    except BaseException as err:
+        status = "interrupted" if isinstance(err, RunInterrupted | KeyboardInterrupt) else "failed"
+        write(status, error=f"{type(err).__name__}: {err}")
+        raise
+
+
+def suite_figure(records: list[dict], path: Path) -> Path:
+    """Accuracy per task and method, mean ± 2 standard errors over the outer folds (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dpp.plots import save_figure
+
+    frame = pd.DataFrame(records)
+    tasks = list(dict.fromkeys(frame.task))
+    methods = [m for m in METHODS if m in set(frame.method)]
+    fig, ax = plt.subplots(figsize=(1.6 * len(tasks) + 2, 3.6))
+    width = 0.8 / len(methods)
+    for i, method in enumerate(methods):
+        stats = frame[frame.method == method].groupby("task", sort=False).accuracy
+        mean = 100 * stats.mean().reindex(tasks)
+        se = 100 * (stats.std(ddof=1) / np.sqrt(stats.count())).reindex(tasks).fillna(0)
+        x = np.arange(len(tasks)) + (i - (len(methods) - 1) / 2) * width
+        ax.bar(x, mean, width, yerr=2 * se, capsize=2, label=method)
+    ax.set_xticks(np.arange(len(tasks)), tasks, rotation=15)
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_ylim(max(0, float(100 * frame.accuracy.min()) - 10), 101)
+    ax.set_title("Suite of set tasks: mean ± 2 s.e. over outer folds")
+    ax.legend(fontsize=8, ncols=len(methods), loc="lower right")
+    fig.tight_layout()
+    return save_figure(fig, path)

@@ -1,19 +1,18 @@
-"""Every method on every task of the suite (dpp/suite.py); writes suite.json, .csv and .md.
+"""Every method on every task of the suite (dpp/suite.py); writes suite.json, .csv, .md, .png.
 
     python scripts/suite.py                       # all tasks, 5 outer folds -> outputs/suite/
     python scripts/suite.py --tasks witness_d10_r10 --folds 3 --out /tmp/suite
 
-Records are written after every task, so a run that fails keeps the tasks it finished.
+The same run as ``python experiments/run.py experiment=suite`` (both call
+:func:`dpp.suite.run_suite`). Files are rewritten after every task, so a run that fails keeps the
+tasks it finished; ``--resume`` continues it.
 """
 
 import argparse
-import json
 import time
 from pathlib import Path
 
-import pandas as pd
-
-from dpp.suite import METHODS, TASKS, run_task, summary_table
+from dpp.suite import METHODS, TASKS, run_suite
 
 
 def main() -> None:
@@ -23,14 +22,10 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("outputs/suite"))
+    parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    records, t0 = [], time.perf_counter()
-    for task in args.tasks:
-        records += run_task(task, args.folds, args.seed, args.methods)
-        (args.out / "suite.json").write_text(json.dumps(records, indent=1, default=float))
-        pd.DataFrame(records).to_csv(args.out / "suite.csv", index=False)
-        (args.out / "suite.md").write_text("# Suite of set tasks\n\n" + summary_table(records))
+    t0 = time.perf_counter()
+    run_suite(args.out, args.tasks, args.folds, args.seed, args.methods, args.resume)
     print((args.out / "suite.md").read_text())
     print(f"{time.perf_counter() - t0:.0f} s; files in {args.out}")
 

@@ -207,17 +207,41 @@ def test_witness_sets_hold_a_witness_exactly_when_positive():
     assert np.all(per_set[~positive] == 0)
 
 
-def test_the_suite_runs_a_task_and_tables_it():
-    from dpp.suite import run_task, summary_table
+def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
+    """``experiment=suite`` through the CLI's ``run``: records per (fold, method), the files,
+    a refusal to overwrite, a resume that keeps the finished task, and unknown names refused."""
+    import json
 
-    lines = []
-    records = run_task(
-        "witness_d10_r10", folds=2, methods=("pooling", "bag_of_words"), log=lines.append
-    )
+    from test_experiment import _compose
+
+    from dpp.errors import ConfigError
+    from dpp.experiment import run
+
+    small = ["suite.tasks=[witness_d10_r10]", "suite.methods=[pooling,bag_of_words]"]
+    cfg = _compose(["experiment=suite", "suite.folds=2", *small])
+    results = run(cfg, tmp_path)
+    records = results["records"]
+    assert results["status"] == "complete" and results["folds"] == 2
     assert [(r["fold"], r["method"]) for r in records] == [
         (0, "pooling"), (0, "bag_of_words"), (1, "pooling"), (1, "bag_of_words"),
     ]  # fmt: skip
-    assert len(lines) == 4 and all(r["status"] == "converged" for r in records)
+    assert all(r["status"] == "converged" for r in records)
     assert np.mean([r["accuracy"] for r in records if r["method"] == "pooling"]) > 0.7
-    table = summary_table(records)
+    table = (tmp_path / "suite.md").read_text()
     assert "| witness_d10_r10 | witness |" in table and "Mean ± 2 standard errors" in table
+    assert (tmp_path / "suite.png").stat().st_size > 1000
+    assert json.loads((tmp_path / "suite.json").read_text()) == json.loads(
+        json.dumps(results, default=float)
+    )
+    with pytest.raises(ConfigError, match="already holds a suite run"):
+        run(cfg, tmp_path)
+    lines = []
+    import dpp.suite
+
+    resumed = dpp.suite.run_suite(
+        tmp_path, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
+    )
+    assert resumed["records"] == records and lines == ["witness_d10_r10: kept from the earlier run"]
+    with pytest.raises(ConfigError, match="suite.tasks: unknown \\['nope'\\]"):
+        run(_compose(["experiment=suite", "suite.tasks=[nope]"]), tmp_path / "never")
+    assert not (tmp_path / "never").exists()
