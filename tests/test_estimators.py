@@ -214,7 +214,7 @@ def test_save_load_round_trip_and_refusals(fitted, problem, tmp_path):
     assert zipfile.is_zipfile(path)  # a plain .npz, readable without dpp
 
 
-def test_dpp_classifier_cv_chooses_by_cv_of_dpp_with_warm_starts(problem):
+def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
     X, y, X_test, y_test = problem
     search = DPPClassifierCV(
         DPPClassifier(**QUICK), l2s=[2e-2, 20.0], n_prototypes=[3], cv=2, max_extensions=0
