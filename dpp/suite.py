@@ -33,6 +33,7 @@ from dpp.datasets.suite import make_digit_patches, make_proportion, make_witness
 from dpp.errors import ConfigError, FitWarning, RunInterrupted
 from dpp.estimators import DPPClassifier, DPPClassifierCV, StandardPrototypeClassifier
 from dpp.metrics import evaluate
+from dpp.reporting import Heartbeat, process_identity
 
 #: Tasks by name: (loader, K of the prototype methods, what the label depends on).
 TASKS: dict[str, tuple[Callable[[], Dataset], int, str]] = {
@@ -236,8 +237,11 @@ def run_suite(
     """Runs the suite into ``out``: ``suite.json``, ``suite.csv``, ``suite.md``, ``suite.png``.
 
     The files are rewritten after every task, with ``status`` ``running``; at the end it is
-    ``complete``, or ``failed``/``interrupted`` with the error, keeping the finished tasks. With
-    ``resume`` the tasks that ``suite.json`` holds are kept and the others run.
+    ``complete``, or ``failed``/``interrupted`` with the error, keeping the finished tasks.
+    ``suite.json`` holds the process's pid, host and start time and ``heartbeat.json`` is
+    refreshed while it lives (:class:`dpp.reporting.Heartbeat`), so a ``running`` left by a
+    killed process can be told apart. With ``resume`` every task that ``suite.json`` holds is
+    kept and the others run.
 
     Args:
         out: the run directory.
@@ -256,7 +260,7 @@ def run_suite(
     Raises:
         ConfigError: unknown tasks or methods, fewer than 2 folds, a folder that holds a suite
             run without ``resume``, or one recorded with other ``folds``, ``seed`` or
-            ``methods``.
+            ``methods`` or by an older version.
     """
     tasks, methods = list(tasks), list(methods)
     check_suite(tasks, methods, folds)
@@ -268,16 +272,23 @@ def run_suite(
     if path.is_file():
         previous = json.loads(path.read_text())
         if not resume:
-            raise ConfigError(f"{out} already holds a suite run; pass resume=true to continue it")
+            raise ConfigError(
+                f"{out} already holds a suite run; pass resume=true (scripts/suite.py: "
+                "--resume) to continue it"
+            )
+        if not isinstance(previous, dict) or "records" not in previous:
+            raise ConfigError(f"{path} is not a suite run this version can continue")
         mismatch = [k for k in ("folds", "seed", "methods") if previous.get(k) != header[k]]
         if mismatch:
             raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
-        records = [r for r in previous["records"] if r["task"] in tasks]
+        records = previous["records"]  # every finished task is kept, asked for again or not
+        header["tasks"] = list(dict.fromkeys([*previous["tasks"], *tasks]))
     out.mkdir(parents=True, exist_ok=True)
     if on_accepted is not None:
         on_accepted()
     done = {r["task"] for r in records}
     start = time.perf_counter()
+    header.update(process_identity())  # with heartbeat.json: a killed run's "running" is stale
 
     def write(status: str, **extra) -> dict:
         results = {**header, "status": status, **extra, "records": records}
@@ -289,20 +300,21 @@ def run_suite(
             (out / "suite.md").write_text("# Suite of set tasks\n\n" + summary_table(records))
         return results
 
-    write("running")
-    try:
-        for task in tasks:
-            if task in done:
-                log(f"{task}: kept from the earlier run")
-                continue
-            records += run_task(task, folds, seed, methods, log)
-            write("running")
-        suite_figure(records, out / "suite.png")
-        return write("complete", wall_seconds=time.perf_counter() - start)
-    except BaseException as err:
-        status = "interrupted" if isinstance(err, RunInterrupted | KeyboardInterrupt) else "failed"
-        write(status, error=f"{type(err).__name__}: {err}")
-        raise
+    with Heartbeat(out):
+        write("running")
+        try:
+            for task in tasks:
+                if task in done:
+                    log(f"{task}: kept from the earlier run")
+                    continue
+                records += run_task(task, folds, seed, methods, log)
+                write("running")
+            suite_figure(records, out / "suite.png")
+            return write("complete", wall_seconds=time.perf_counter() - start)
+        except BaseException as err:
+            stopped = isinstance(err, RunInterrupted | KeyboardInterrupt)
+            write("interrupted" if stopped else "failed", error=f"{type(err).__name__}: {err}")
+            raise
 
 
 def suite_figure(records: list[dict], path: Path) -> Path:

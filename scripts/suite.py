@@ -9,9 +9,11 @@ tasks it finished; ``--resume`` continues it.
 """
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
+from dpp.errors import ConfigError
 from dpp.suite import METHODS, TASKS, run_suite
 
 
@@ -25,7 +27,11 @@ def main() -> None:
     parser.add_argument("--resume", action="store_true")
     args = parser.parse_args()
     t0 = time.perf_counter()
-    run_suite(args.out, args.tasks, args.folds, args.seed, args.methods, args.resume)
+    try:
+        run_suite(args.out, args.tasks, args.folds, args.seed, args.methods, args.resume)
+    except ConfigError as err:  # a refused folder or a bad name: one line, nothing written
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     print((args.out / "suite.md").read_text())
     print(f"{time.perf_counter() - t0:.0f} s; files in {args.out}")
 

@@ -230,6 +230,7 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     table = (tmp_path / "suite.md").read_text()
     assert "| witness_d10_r10 | witness |" in table and "Mean ± 2 standard errors" in table
     assert (tmp_path / "suite.png").stat().st_size > 1000
+    assert results["pid"] > 0 and (tmp_path / "heartbeat.json").is_file()  # a kill shows
     assert json.loads((tmp_path / "suite.json").read_text()) == json.loads(
         json.dumps(results, default=float)
     )
@@ -242,6 +243,11 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
         tmp_path, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )
     assert resumed["records"] == records and lines == ["witness_d10_r10: kept from the earlier run"]
+    grown = dpp.suite.run_suite(
+        tmp_path, ["proportion_d10_c3"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
+    )  # a resume that names other tasks keeps the recorded ones
+    assert grown["records"][: len(records)] == records
+    assert grown["tasks"] == ["witness_d10_r10", "proportion_d10_c3"]
     with pytest.raises(ConfigError, match="suite.tasks: unknown \\['nope'\\]"):
         run(_compose(["experiment=suite", "suite.tasks=[nope]"]), tmp_path / "never")
     assert not (tmp_path / "never").exists()
