@@ -35,9 +35,6 @@ import jax
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.decomposition import PCA
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
@@ -52,6 +49,7 @@ from dpp.model import CLEAN_STATUSES, MODES, FittedModel, fit_dpp
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings
+from dpp.units import Affine
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +62,7 @@ _INFOLOSS = InfoLossSettings()
 EXPERIMENT_PARAMS = (
     "standardize",
     "pca_components",
+    "preprocess",
     "init",
     "warm_start",
     "optimizer",
@@ -192,67 +191,6 @@ def labelled_sets(X, y=None, sample_weight=None) -> tuple[RaggedSets, np.ndarray
     return sets, classes
 
 
-@dataclasses.dataclass(frozen=True)
-class Affine:
-    """Fitted preprocessing as one affine map ``x' = (x - shift) @ matrix``.
-
-    Attributes:
-        shift: ``[D]`` float64.
-        matrix: ``[D, D']`` float64 (diagonal scaling for standardisation, times the principal
-            axes for PCA).
-    """
-
-    shift: np.ndarray
-    matrix: np.ndarray
-
-    @classmethod
-    def fit(cls, vectors: np.ndarray, standardize: bool, pca_components: int | None):
-        """StandardScaler and/or PCA (scikit-learn) fitted on ``[T, D]`` vectors, or ``None``.
-
-        Raises:
-            ValueError: if ``pca_components`` exceeds ``D``.
-        """
-        x = np.asarray(vectors, np.float64)
-        if not standardize and not pca_components:
-            return None
-        steps = [StandardScaler()] if standardize else []
-        if pca_components:
-            if pca_components > x.shape[1]:
-                raise ValueError(f"pca_components = {pca_components} exceeds D = {x.shape[1]}")
-            steps.append(PCA(n_components=pca_components, random_state=0))
-        return cls.from_pipeline(make_pipeline(*steps).fit(x))
-
-    @classmethod
-    def from_pipeline(cls, pipeline) -> Affine:
-        """The map of a fitted scikit-learn pipeline of a ``StandardScaler`` and/or a ``PCA``.
-
-        Raises:
-            ValueError: for any other step (or a whitening PCA).
-        """
-        shift, matrix = None, None
-        for _, step in pipeline.steps:
-            if isinstance(step, StandardScaler):
-                step_shift, step_matrix = step.mean_, np.diag(1.0 / step.scale_)
-            elif isinstance(step, PCA) and not step.whiten:
-                step_shift, step_matrix = step.mean_, step.components_.T
-            else:
-                raise ValueError(f"cannot express {step!r} as an affine map")
-            if shift is None:
-                shift, matrix = step_shift, step_matrix
-            else:  # ((x - a) A - b) B = (x - (a + b A^+)) A B
-                shift = shift + step_shift @ np.linalg.pinv(matrix)
-                matrix = matrix @ step_matrix
-        return cls(np.asarray(shift, np.float64), np.asarray(matrix, np.float64))
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``[U, D']`` preprocessed vectors, float64."""
-        return (np.asarray(x, np.float64) - self.shift) @ self.matrix
-
-    def inverse(self, x: np.ndarray) -> np.ndarray:
-        """Back to the input units (the least-squares inverse; exact without PCA)."""
-        return np.asarray(x, np.float64) @ np.linalg.pinv(self.matrix) + self.shift
-
-
 def _store(estimator, values: dict) -> None:
     """Sets every constructor argument as an attribute, unchanged (scikit-learn's rule)."""
     for name, value in values.items():
@@ -327,9 +265,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
-        self.preprocess_ = Affine.fit(
-            np.asarray(sets.vectors), self.standardize, self.pca_components
-        )
+        self.preprocess_ = self._fit_preprocess(sets)
         sets = self._preprocessed(sets)
         seed = self._seed()
         model = self._fit_model(sets, seed, **fit_params)
@@ -352,18 +288,25 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _describe(self) -> str:
         """``Name(param=value, ...)``, naming the model: ``n_prototypes``, ``l2``, changed values.
 
-        Not ``init``, ``optimizer_options``, ``verbose`` or ``devices`` (how the fit runs).
+        Not ``init``, ``preprocess``, ``optimizer_options``, ``verbose`` or ``devices`` (how the
+        fit runs).
         """
         defaults = {
             name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items()
         }
         parts = []
         for name, value in self.get_params(deep=False).items():
-            if name in ("init", "optimizer_options", "verbose", "devices"):
+            if name in ("init", "preprocess", "optimizer_options", "verbose", "devices"):
                 continue  # how the fit runs, not which model it is
             if name in ("n_prototypes", "l2") or value != defaults.get(name, value):
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
+        """The prefit ``preprocess`` (checked), else the map fitted on the training vectors."""
+        if self.preprocess is not None:
+            return Affine.prefit(self.preprocess, sets.dim, self.standardize, self.pca_components)
+        return Affine.fit(np.asarray(sets.vectors), self.standardize, self.pca_components)
 
     def _seed(self) -> int:
         if self.random_state is None:
@@ -371,9 +314,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         return int(self.random_state)
 
     def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
-        if self.preprocess_ is None:
-            return sets
-        return sets.with_vectors(self.preprocess_(np.asarray(sets.vectors)))
+        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
 
     def _initial_centres(self, sets: RaggedSets, seed: int) -> np.ndarray:
         """``init`` if given, else the previous fit's prototypes (``warm_start``), else k-means."""
@@ -509,6 +450,11 @@ class DPPClassifier(PrototypeClassifier):
             training vectors; the default, since features of real data rarely share a scale;
             the experiments preprocess by their dataset config instead).
         pca_components: project on this many principal components (after standardising).
+        preprocess: a prefit :class:`~dpp.units.Affine` used instead of fitting
+            ``standardize`` and ``pca_components`` on the training vectors (which must then
+            describe it: the experiments fit one map per trial, on the dataset's choice of
+            vectors, and hand it to every method); ``None``: fit them. A saved model keeps
+            the map and loads with ``preprocess=None``.
         init: ``"k-means"`` or ``[K, D']`` initial centres (units after preprocessing).
         warm_start: start from the previous fit's ``mu``, ``beta`` and ``Theta`` when the
             shapes agree (for a path of ``l2`` on the same sets).
@@ -547,6 +493,7 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior_scale: float = _FIT.prior.scale,
         standardize: bool = True,
         pca_components: int | None = None,
+        preprocess: Affine | None = None,
         init="k-means",
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
@@ -676,6 +623,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         l2: float = _FIT.l2,
         standardize: bool = True,
         pca_components: int | None = None,
+        preprocess: Affine | None = None,
         init="k-means",
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
@@ -723,6 +671,7 @@ class InfoLossClassifier(PrototypeClassifier):
         centre_max_iter: int = _INFOLOSS.centre_solver.max_iter,
         standardize: bool = True,
         pca_components: int | None = None,
+        preprocess: Affine | None = None,
         init="k-means",
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
@@ -772,6 +721,7 @@ class ClassPriorClassifier(PrototypeClassifier):
         l2: float = 0.0,
         standardize: bool = True,
         pca_components: int | None = None,
+        preprocess: Affine | None = None,
         init="k-means",
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,

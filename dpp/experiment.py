@@ -32,7 +32,7 @@ from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
-from dpp.estimators import Affine, PrototypeClassifier
+from dpp.estimators import PrototypeClassifier
 from dpp.experiment_settings import method_configs, trial_settings
 from dpp.model import CLEAN_STATUSES
 from dpp.protocol import Trial, run_trial
@@ -82,7 +82,7 @@ def _prototypes(out_dir, trial: Trial, dataset: Dataset):
     model = trial.models["dpp"]
     centres = model.prototypes
     if trial.transform is not None:
-        centres = trial.transform.inverse_transform(centres)
+        centres = trial.transform.inverse(centres)
     if dataset.decode_vectors is not None:
         centres = dataset.decode_vectors(centres)
     features = dataset.feature_names or tuple(f"x{d}" for d in range(centres.shape[1]))
@@ -288,10 +288,10 @@ def _trial_figures(
 def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
     """Saves a trial's fitted estimators as ``<folder>/<method>.npz`` (:mod:`dpp.persist`).
 
-    The trial's preprocessing (standardisation, PCA fitted on its training part) is folded into
-    each saved estimator, so the files predict on sets in the dataset loader's units (what
-    ``scripts/predict.py`` reads), and the dataset's class names become ``classes_``. Methods
-    without a model file (the pooled logistic-regression baselines) are not saved.
+    Each estimator was fitted on the trial's raw training sets with the trial's preprocessing
+    (``preprocess``), so the file predicts on sets in the dataset loader's units (what
+    ``scripts/predict.py`` reads). The dataset's class names become ``classes_`` of the saved
+    copy. Methods without a model file (the pooled logistic-regression baselines) are not saved.
     """
     paths = {}
     for name, estimator in trial.estimators.items():
@@ -300,16 +300,6 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
         saved = copy.copy(estimator)
         if len(class_names) == len(saved.classes_):
             saved.classes_ = np.asarray(class_names)
-        if trial.transform is not None:
-            saved.preprocess_ = Affine.from_pipeline(trial.transform)
-            saved.n_features_in_ = int(saved.preprocess_.shift.shape[0])
-            steps = dict(trial.transform.steps)
-            saved.set_params(
-                standardize="standardscaler" in steps,
-                pca_components=steps["pca"].n_components_ if "pca" in steps else None,
-            )
-            saved._set_fitted(saved.model_)
-        saved.set_params(init="k-means")  # the centres are in the model; keep the header small
         paths[name] = folder / f"{name}.npz"
         saved.save(paths[name])
     return paths

@@ -57,9 +57,9 @@ def make_estimator(method_cfg: DictConfig, cfg: DictConfig):
         "kmeans_max_iter": int(cfg.kmeans.max_iter),
         "verbose": bool(cfg.verbose),
         "devices": cfg.devices,
-        # the trial preprocesses the sets itself (dataset.standardize, dataset.pca_components)
-        "standardize": False,
-        "pca_components": None,
+        # the dataset's preprocessing; a trial fits it once and hands it over as ``preprocess``
+        "standardize": bool(cfg.dataset.standardize),
+        "pca_components": cfg.dataset.pca_components,
     }
     params = estimator.get_params()
     estimator.set_params(**{k: v for k, v in run_wide.items() if k in params})

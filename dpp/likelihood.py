@@ -73,7 +73,7 @@ class BetaPrior:
             raise ValueError("gamma prior shape (loc) must be positive")
 
     def in_internal_units(self, log_offset: float) -> BetaPrior:
-        """The same prior on ``beta_internal = beta * exp(log_offset)`` (see :mod:`dpp.normalize`).
+        """The same prior on ``beta_internal = beta * exp(log_offset)`` (see :mod:`dpp.units`).
 
         A lognormal prior shifts its ``loc`` by ``log_offset``; a Gamma prior divides its rate by
         ``exp(log_offset)``. ``log_offset = 0`` returns the prior unchanged.

@@ -3,7 +3,7 @@
 A :class:`FittedModel` is what every method (DPP and the baselines) returns: prototypes, an
 encoder (soft, eq. 3, or hard, eq. 1), the softmax classifier of eq. (16), the objective history
 and a status that tells the truth about the fit (:func:`fit_status`). Models are fitted in the
-internal units of :mod:`dpp.normalize` and map new sets into them before encoding. The
+internal units of :mod:`dpp.units` and map new sets into them before encoding. The
 experiment layer only talks to this type.
 """
 
@@ -25,7 +25,6 @@ from dpp.encoding import encode_hard, encode_soft, max_codes
 from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
-from dpp.normalize import IDENTITY, Normalizer
 from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
@@ -39,6 +38,7 @@ from dpp.solvers.coordinate_ascent import (
 )
 from dpp.solvers.minibatch import AdamSettings, batch_capacity
 from dpp.splits import holdout_split
+from dpp.units import IDENTITY, Normalizer
 
 logger = logging.getLogger(__name__)
 
@@ -64,11 +64,6 @@ _encode_soft_jit = jax.jit(encode_soft)
 _encode_hard_jit = jax.jit(encode_hard)
 _log_predictive = jax.jit(log_predictive)
 _max_codes = jax.jit(max_codes)
-
-
-def encode_hard_jit(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"]:
-    """:func:`dpp.encoding.encode_hard` compiled once per bucket of sizes (padded, then cut)."""
-    return _encode_hard_jit(sets.bucketed(), mu)[: sets.num_sets]
 
 
 def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]) -> float:
@@ -237,7 +232,7 @@ def fit_dpp(
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
-    The fit runs in the internal units of :mod:`dpp.normalize` (an exact reparameterisation of
+    The fit runs in the internal units of :mod:`dpp.units` (an exact reparameterisation of
     the model; the prior on ``beta`` is carried over), so offset or extreme feature scales cost
     no precision. The returned model maps new sets the same way.
 

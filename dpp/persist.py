@@ -30,8 +30,8 @@ import numpy as np
 
 from dpp.errors import ModelFileError
 from dpp.model import FittedModel
-from dpp.normalize import Normalizer
 from dpp.reporting import jsonable
+from dpp.units import Affine, Normalizer
 
 FORMAT = "dpp-model"
 FORMAT_VERSION = 1
@@ -77,6 +77,7 @@ def save(estimator, path) -> Path:
         arrays["preprocess_shift"] = estimator.preprocess_.shift
         arrays["preprocess_matrix"] = estimator.preprocess_.matrix
     params = estimator.get_params(deep=False)
+    params["preprocess"] = None  # a prefit map is the preprocess_ arrays, as a fitted one
     if not isinstance(params.get("init"), str | None):
         arrays["param_init"] = np.asarray(params["init"], np.float64)
         params["init"] = None
@@ -296,8 +297,6 @@ def load(path):
             format version, a field or array that breaks a rule), naming the file and the
             field.
     """
-    from dpp.estimators import Affine
-
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no model file at {path}")

@@ -16,22 +16,19 @@ from inspect import signature
 from typing import NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.base import clone
-from sklearn.pipeline import Pipeline
 
 from dpp.datasets.base import Dataset
 from dpp.errors import ConfigError, NonFiniteResultError
-from dpp.estimators import DPPClassifierCV, PrototypeClassifier
+from dpp.estimators import DPPClassifierCV, PrototypeClassifier, StandardPrototypeClassifier
 from dpp.experiment_settings import TrialSettings
 from dpp.init import kmeans_centres
 from dpp.metrics import evaluate
-from dpp.model import FittedModel, encode_hard_jit
-from dpp.selection import select_l2
+from dpp.model import FittedModel
 from dpp.sets import RaggedSets
-from dpp.solvers import options as solver_options
-from dpp.splits import block_ids, holdout_split, prepare, split_indices
+from dpp.splits import block_ids, holdout_split, split_indices
+from dpp.units import Affine
 
 logger = logging.getLogger(__name__)
 
@@ -39,11 +36,11 @@ logger = logging.getLogger(__name__)
 class Trial(NamedTuple):
     """What a trial leaves for the first-trial figures, reports and saved models."""
 
-    train: RaggedSets
+    train: RaggedSets  # preprocessed (the units the models were fitted in)
     test: RaggedSets
     models: dict[str, FittedModel]  # the prototype methods' models
-    estimators: dict  # every method's fitted estimator, on the preprocessed sets
-    transform: Pipeline | None  # the fitted preprocessing (None: identity)
+    estimators: dict  # every method's fitted estimator (it preprocesses raw sets itself)
+    transform: Affine | None  # the trial's fitted preprocessing (None: identity)
     train_idx: np.ndarray  # indices of the training sets in the dataset
     test_idx: np.ndarray
     split: dict  # the split settings (dataset.split)
@@ -69,48 +66,46 @@ def _kmeans_cache(train: RaggedSets, seed: int, estimator: PrototypeClassifier):
     return centres
 
 
-def _shared_l2(settings: TrialSettings, train, centres, seed, groups) -> tuple[float, dict]:
-    """``l2_selection.kind == cv``: one lambda for all methods, by CV of the standard codes.
+def _shared_l2(settings: TrialSettings, train, units, centres, seed, groups) -> tuple[float, dict]:
+    """``l2_selection.kind == cv``: one lambda for all methods, by CV of the standard prototype.
 
-    With ``groups`` (the spatial blocks of a ``spatial_blocks`` split) the folds keep every
-    block whole, so the selection is as spatially disjoint as the split.
+    :class:`~dpp.estimators.DPPClassifierCV` over a
+    :class:`~dpp.estimators.StandardPrototypeClassifier` with the trial's k-means centres of
+    the primary method's ``K`` and its preprocessing: the folds refit only the Theta-step on
+    the hard codes (eqs. 1, 2, 16), so the choice is cheap and the same for every method. With
+    ``groups`` (the spatial blocks of a ``spatial_blocks`` split) the folds keep every block
+    whole, so the selection is as spatially disjoint as the split.
     """
     sel = settings.l2_selection
     primary = next(iter(settings.methods.values()))
-    mu = jnp.asarray(centres(primary.n_prototypes)[0], dtype=train.vectors.dtype)
-    t0 = time.perf_counter()
-    z = encode_hard_jit(train, mu)
-    solver = solver_options.theta_solver(primary.optimizer, primary.optimizer_options)
-    l2, choice = select_l2(
-        z,
-        train.labels,
-        train.weights,
-        list(sel["grid"]),
-        sel["folds"],
-        seed,
-        solver,
-        groups,
-        sel["max_extensions"],
+    names = StandardPrototypeClassifier._get_param_names()
+    standard = StandardPrototypeClassifier(
+        **{name: value for name, value in primary.get_params().items() if name in names}
+    ).set_params(
+        n_prototypes=primary.n_prototypes,
+        init=centres(primary.n_prototypes)[0],
+        preprocess=units,
+        random_state=seed,
     )
-    info = {
-        "l2_selection": "cv",
-        "l2_folds": "groups of blocks" if groups is not None else "sets",
-        "l2_grid": choice.values[::-1],  # weakest first, as the config's grid
-        "l2_cv_scores": choice.scores[::-1].tolist(),
-        "l2_position": choice.position,
-        "l2_added": choice.added,
-        "l2_selection_seconds": time.perf_counter() - t0,
-    }
+    t0 = time.perf_counter()
+    search = DPPClassifierCV(
+        standard,
+        l2s=sel["grid"],
+        cv=sel["folds"],
+        max_extensions=sel["max_extensions"],
+        select_rounds=False,
+    ).fit(train, groups=groups)
+    info = _selection_info(search, "cv", groups, time.perf_counter() - t0)
     logger.info(
         "lambda = %.3g by %d-fold CV on the training sets (%s of %d values%s; scores %s)",
-        l2,
+        search.best_params_["l2"],
         sel["folds"],
-        choice.position,
-        len(choice.values),
-        f", {len(choice.added)} added beyond the grid" if choice.added else "",
+        search.best_position_,
+        len(info["l2_grid"]),
+        f", {len(search.l2s_added_)} added beyond the grid" if search.l2s_added_ else "",
         np.round(info["l2_cv_scores"], 4).tolist(),
     )
-    return l2, info
+    return search.best_params_["l2"], info
 
 
 def _fit_by_cv(
@@ -127,21 +122,28 @@ def _fit_by_cv(
         max_extensions=sel["max_extensions"],
         select_rounds=sel["select_rounds"],
     ).fit(train, groups=groups)
+    info = _selection_info(search, "dpp_cv", groups, time.perf_counter() - t0)
+    return search.best_estimator_, info
+
+
+def _selection_info(search: DPPClassifierCV, kind: str, groups, seconds: float) -> dict:
+    """The record's account of a selection: the candidates, their scores, where the choice lies."""
     results = search.cv_results_
     info = {
-        "l2_selection": "dpp_cv",
+        "l2_selection": kind,
         "l2_folds": "groups of blocks" if groups is not None else "sets",
         "l2_grid": [float(v) for v in results["param_l2"]],
-        "n_prototypes_grid": [int(v) for v in results["param_n_prototypes"]],
         "l2_cv_scores": results["mean_test_score"].tolist(),
         "l2_position": search.best_position_,
         "l2_added": search.l2s_added_,
         "cv_prior_score": search.prior_score_,
-        "best_params": search.best_params_,
-        "cv_rounds": search.best_rounds_,
-        "l2_selection_seconds": time.perf_counter() - t0,
     }
-    return search.best_estimator_, info
+    if kind == "dpp_cv":
+        info["n_prototypes_grid"] = [int(v) for v in results["param_n_prototypes"]]
+        info["best_params"] = search.best_params_
+        info["cv_rounds"] = search.best_rounds_
+    info["l2_selection_seconds"] = seconds
+    return info
 
 
 def _check_prototypes(settings: TrialSettings, train: RaggedSets, trial: int) -> None:
@@ -197,16 +199,15 @@ def run_trial(
         groups = block_ids(dataset.positions[train_idx], split_cfg["block_size"])
         split_info = _class_counts(labels, train_idx, test_idx, dataset.class_names)
         split_info["train_blocks"] = int(np.unique(groups).size)
-    fit_vectors = None
-    if dataset.anchors is not None:
+    train_raw, test_raw = dataset.sets.subset(train_idx), dataset.sets.subset(test_idx)
+    fit_vectors = train_raw.vectors
+    if dataset.anchors is not None:  # e.g. the training pixels' own spectra, not their windows
         fit_vectors = np.asarray(dataset.sets.vectors)[dataset.anchors[train_idx]]
-    train, test, transform = prepare(
-        dataset.sets.subset(train_idx),
-        dataset.sets.subset(test_idx),
-        standardize=settings.standardize,
-        pca_components=settings.pca_components,
-        fit_vectors=fit_vectors,
-    )
+    units = Affine.fit(fit_vectors, settings.standardize, settings.pca_components)
+    # handed over only where the dataset chooses the vectors it is fitted on; otherwise every
+    # estimator fits the same map itself, as it does for a Python user (and inside each fold)
+    prefit = units if dataset.anchors is not None else None
+    train = train_raw if units is None else units.sets(train_raw)
     primary = next(iter(settings.methods.values()))
     _check_prototypes(settings, train, trial)
     centres = _kmeans_cache(train, seed, primary)
@@ -214,10 +215,11 @@ def run_trial(
     folds_groups = groups if settings.l2_selection["group_folds"] else None
     shared_l2, l2_info = None, {}
     if kind == "cv":
-        shared_l2, l2_info = _shared_l2(settings, train, centres, seed, folds_groups)
+        shared_l2, l2_info = _shared_l2(settings, train_raw, units, centres, seed, folds_groups)
     validation = {}
     if settings.validation["metric"] in ("validation_log_likelihood", "validation_accuracy"):
-        validation = _held_out_scores(primary, train, seed, settings.validation["fraction"], trial)
+        estimator, fraction = _prepared(primary, seed, prefit), settings.validation["fraction"]
+        validation = _held_out_scores(estimator, train_raw, seed, fraction, trial)
         logger.info(
             "trial %d validation (%d of the training sets held out): accuracy %.2f%%  log-lik %.4f",
             trial,
@@ -227,7 +229,7 @@ def run_trial(
         )
     records, models, estimators = [], {}, {}
     for index, (name, template) in enumerate(settings.methods.items()):
-        estimator = clone(template).set_params(random_state=seed)
+        estimator = _prepared(template, seed, prefit)
         params = estimator.get_params()
         kmeans_seconds = 0.0
         if estimator.uses_centres and "init" in params:
@@ -240,19 +242,19 @@ def run_trial(
         try:
             if by_dpp_cv:
                 estimator.set_params(init="k-means")  # every fold and K runs its own k-means
-                estimator, l2_info = _fit_by_cv(estimator, train, settings, folds_groups)
+                estimator, l2_info = _fit_by_cv(estimator, train_raw, settings, folds_groups)
             elif folds_groups is not None and "groups" in signature(estimator.fit).parameters:
-                estimator.fit(train, groups=folds_groups)  # its own CV keeps the blocks whole
+                estimator.fit(train_raw, groups=folds_groups)  # its own CV keeps blocks whole
             else:
-                estimator.fit(train)
+                estimator.fit(train_raw)
         except NonFiniteResultError as err:
             raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
         model = getattr(estimator, "model_", None)  # the prototype methods' FittedModel
         if model is not None:
             jax.block_until_ready(model.theta)
         fit_seconds = time.perf_counter() - t0
-        metrics = _evaluate_finite(estimator, test, "test", name, trial)
-        train_metrics = _evaluate_finite(estimator, train, "training", name, trial)
+        metrics = _evaluate_finite(estimator, test_raw, "test", name, trial)
+        train_metrics = _evaluate_finite(estimator, train_raw, "training", name, trial)
         info = estimator.fit_info_
         history = [float(v) for v in getattr(estimator, "history_", ())]
         status = info.get("status")
@@ -271,8 +273,8 @@ def run_trial(
             **(l2_info if shares_l2 or by_dpp_cv else {}),
             **(validation if index == 0 else {}),
             **({"cv_score": max(l2_info["l2_cv_scores"])} if by_dpp_cv else {}),
-            "num_train": train.num_sets,
-            "num_test": test.num_sets,
+            "num_train": train_raw.num_sets,
+            "num_test": test_raw.num_sets,
             **({"split": split_info} if split_info else {}),
             "final_objective": history[-1] if history else None,
             "objective_history": history,
@@ -286,7 +288,8 @@ def run_trial(
         logger.info("%s", summary_line(record))
         if on_record is not None:
             on_record(record)
-    done = Trial(train, test, models, estimators, transform, train_idx, test_idx, split_cfg)
+    test = test_raw if units is None else units.sets(test_raw)
+    done = Trial(train, test, models, estimators, units, train_idx, test_idx, split_cfg)
     return records, done
 
 
@@ -304,11 +307,19 @@ def summary_line(record: dict) -> str:
     )
 
 
-def _held_out_scores(template, train: RaggedSets, seed: int, fraction: float, trial: int) -> dict:
+def _prepared(template, seed: int, prefit: Affine | None):
+    """An unfitted copy of a method's estimator with the trial's seed and prefit preprocessing."""
+    estimator = clone(template).set_params(random_state=seed)
+    if prefit is not None and "preprocess" in estimator.get_params():
+        estimator.set_params(preprocess=prefit)
+    return estimator
+
+
+def _held_out_scores(estimator, train: RaggedSets, seed: int, fraction: float, trial: int) -> dict:
     """The validation metrics of a sweep, from the training sets only.
 
-    ``template`` is fitted on ``1 - fraction`` of the training sets (with its own k-means) and
-    scored on the rest. The test sets are never touched.
+    ``estimator`` (:func:`_prepared`) is fitted on ``1 - fraction`` of the training sets (with
+    its own k-means) and scored on the rest. The test sets are never touched.
 
     Raises:
         ValueError: if fewer than two sets would be held out.
@@ -320,7 +331,6 @@ def _held_out_scores(template, train: RaggedSets, seed: int, fraction: float, tr
             f"validation.fraction={fraction} of {train.num_sets} training sets leaves "
             f"{len(fit_idx)} to fit and {len(held_idx)} to validate; both need at least 2"
         )
-    estimator = clone(template).set_params(random_state=seed)
     if estimator.uses_centres:
         estimator.set_params(init="k-means")
     held_out = train.subset(held_idx)

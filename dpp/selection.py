@@ -1,9 +1,10 @@
-"""Choice of the ridge ``lambda`` by cross-validation on the training sets only.
+"""The parts of model selection every estimator shares: folds and the regularisation path.
 
-The Theta-step is a convex problem on fixed codes ``z``, so the selection fits the softmax
-classifier of eq. (16) on the codes of a fixed encoder (the k-means hard codes of the standard
-prototype, by default) for every ``lambda`` of a grid and every fold, and keeps the ``lambda``
-with the highest mean validation log-likelihood per set. The test sets are never seen.
+:func:`cv_splits` reads ``cv`` as scikit-learn's ``GridSearchCV`` does (:func:`cv_folds` for a
+number of folds, grouped or stratified), and :func:`choose_on_path` picks the best strength of a
+path, extending it while the best lies at an edge. :class:`dpp.estimators.DPPClassifierCV` (the
+one selection of ``l2``, used by the command line's ``l2_selection.kind=cv`` and ``dpp_cv``
+alike) and the pooled baselines' choice of ``C`` are built on them.
 """
 
 from __future__ import annotations
@@ -12,13 +13,8 @@ import numbers
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-import jax.numpy as jnp
 import numpy as np
 from sklearn.model_selection import KFold, StratifiedGroupKFold, StratifiedKFold
-
-from dpp.classifier import log_predictive
-from dpp.solvers.coordinate_ascent import fit_classifier
-from dpp.solvers.lbfgs import LBFGSSettings
 
 
 def cv_folds(
@@ -105,48 +101,6 @@ def cv_splits(
     if not splits:
         raise ValueError("cv gave no (train, validation) split")
     return splits
-
-
-def cv_scores(
-    z: np.ndarray,
-    labels: np.ndarray,
-    weights: np.ndarray,
-    grid: list[float],
-    folds: int,
-    seed: int,
-    solver: LBFGSSettings,
-    groups: np.ndarray | None = None,
-) -> np.ndarray:
-    """Mean validation log-likelihood per set of the Theta-step for every ``lambda``.
-
-    Args:
-        z: ``[N, K]`` training codes.
-        labels: ``[N, C]`` soft labels.
-        weights: ``[N]`` per-set weights of the training objective.
-        grid: candidate ``lambda`` values (>= 0).
-        folds: number of folds.
-        seed: fold assignment seed.
-        solver: Theta-step solver.
-        groups: optional ``[N]`` group of each set; folds then keep groups whole.
-
-    Returns:
-        ``[len(grid)]`` mean over folds of the validation log-likelihood per set (nats).
-
-    Within a fold the grid is walked from the strongest ``lambda`` down, each fit starting from
-    the previous solution (a regularisation path; the problem is convex, so only the number of
-    iterations changes).
-    """
-    z, labels, weights = (np.asarray(a) for a in (z, labels, weights))
-    scores = np.zeros(len(grid))
-    path = sorted(range(len(grid)), key=lambda i: -float(grid[i]))  # strongest lambda first
-    for train_idx, val_idx in cv_folds(labels, folds, seed, groups):
-        theta = jnp.zeros((z.shape[1], labels.shape[1]), z.dtype)
-        fold = [jnp.asarray(a[train_idx]) for a in (z, labels, weights)]
-        for i in path:  # warm start: each lambda starts from the previous (stronger) solution
-            theta = fit_classifier(*fold, theta, float(grid[i]), solver)
-            log_p = np.asarray(log_predictive(jnp.asarray(z[val_idx]), theta))
-            scores[i] += float(np.mean(np.sum(labels[val_idx] * log_p, axis=1))) / folds
-    return scores
 
 
 #: Values a selection may add beyond each end of its grid before it reports an edge.
@@ -237,42 +191,3 @@ def choose_on_path(
     else:
         position = "interior"
     return PathChoice(values, np.asarray(scores), best, position, added)
-
-
-def select_l2(
-    z: np.ndarray,
-    labels: np.ndarray,
-    weights: np.ndarray,
-    grid: list[float],
-    folds: int,
-    seed: int,
-    solver: LBFGSSettings,
-    groups: np.ndarray | None = None,
-    max_extensions: int = MAX_EXTENSIONS,
-) -> tuple[float, PathChoice]:
-    """The ``lambda`` with the best cross-validated log-likelihood (ties: larger).
-
-    The grid is extended while the best value lies at its edge (:func:`choose_on_path`).
-    ``lambda`` applies to the summed likelihood of the folds' training parts, which hold
-    ``(folds - 1) / folds`` of the sets; it is rescaled by ``folds / (folds - 1)`` before it is
-    returned, so that it means the same strength on the whole training part.
-
-    With ``groups`` the folds keep each group whole (:func:`cv_folds`).
-
-    Returns:
-        ``(lambda, choice)``: the rescaled ``lambda`` and the :class:`PathChoice` (unscaled
-        values, scores of :func:`cv_scores`).
-
-    Raises:
-        ValueError: for an empty grid or a negative value.
-    """
-    grid = [float(g) for g in grid]
-    if not grid or min(grid) < 0:
-        raise ValueError("the lambda grid must be a non-empty list of values >= 0")
-    scores = cv_scores(z, labels, weights, grid, folds, seed, solver, groups)
-
-    def score_new(l2: float) -> float:
-        return float(cv_scores(z, labels, weights, [l2], folds, seed, solver, groups)[0])
-
-    choice = choose_on_path(grid, scores, score_new, max_extensions)
-    return choice.values[choice.best] * folds / (folds - 1), choice

@@ -1,18 +1,13 @@
-"""Train/test splits of sets (scikit-learn) and per-split preprocessing of the vectors.
+"""Train/test splits of sets (scikit-learn): stratified, random, per class, spatial blocks.
 
-Preprocessing statistics (standardisation, PCA) are always fitted on the training vectors only.
+The preprocessing of a split's vectors is :class:`dpp.units.Affine`, fitted on its training part.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import ndimage
-from sklearn.decomposition import PCA
 from sklearn.model_selection import train_test_split
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
-
-from dpp.sets import RaggedSets
 
 SPLIT_KINDS = ("stratified", "random", "per_class", "spatial_blocks")
 
@@ -233,46 +228,3 @@ def spatial_block_split(
     near = ndimage.maximum_filter(grid, size=2 * buffer + 1, mode="constant", cval=False)
     test = np.flatnonzero(~in_training_block & ~near[positions[:, 0], positions[:, 1]])
     return np.sort(train).astype(np.int64), test.astype(np.int64)
-
-
-def prepare(
-    train: RaggedSets,
-    test: RaggedSets,
-    standardize: bool = False,
-    pca_components: int | None = None,
-    fit_vectors: np.ndarray | None = None,
-) -> tuple[RaggedSets, RaggedSets, Pipeline | None]:
-    """Standardises and/or projects the vectors with statistics of the training part only.
-
-    Args:
-        train: training sets.
-        test: test sets.
-        standardize: scale every feature to zero mean and unit variance (scikit-learn
-            ``StandardScaler``).
-        pca_components: if set, project on this many principal components of the
-            (standardised) training vectors.
-        fit_vectors: ``[F, D]`` vectors to fit the statistics on (e.g. the training pixels'
-            own spectra); default ``train.vectors``.
-
-    Returns:
-        ``(train, test, transform)``: the sets with transformed vectors and the fitted
-        scikit-learn pipeline (``None`` when there is nothing to do), whose
-        ``inverse_transform`` maps back to the loader's units.
-
-    Raises:
-        ValueError: if ``pca_components`` exceeds the dimension.
-    """
-    steps = []
-    if standardize:
-        steps.append(StandardScaler())
-    if pca_components:
-        if pca_components > train.dim:
-            raise ValueError(f"pca_components = {pca_components} exceeds D = {train.dim}")
-        steps.append(PCA(n_components=pca_components, random_state=0))
-    if not steps:
-        return train, test, None
-    transform = make_pipeline(*steps)
-    transform.fit(np.asarray(train.vectors if fit_vectors is None else fit_vectors, np.float64))
-    x_train = transform.transform(np.asarray(train.vectors, np.float64))
-    x_test = transform.transform(np.asarray(test.vectors, np.float64))
-    return train.with_vectors(x_train), test.with_vectors(x_test), transform

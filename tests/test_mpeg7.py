@@ -118,7 +118,9 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
     # what a practitioner tries first is in the table, and DPP is compared with it
     assert "| Pooled mean + max, logistic regression |" in table and "DPP - pooling:" in table
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
-    assert on_disk["trials"][0]["l2"] in [g * 2 for g in cfg.l2_selection.grid]
+    first = on_disk["trials"][0]  # a value of the grid, or one added past its edge
+    assert first["l2"] in [*cfg.l2_selection.grid, *first["l2_added"]]
+    assert first["l2_grid"] == [*sorted(cfg.l2_selection.grid, reverse=True), *first["l2_added"]]
 
 
 def test_unreadable_image_is_named(tmp_path):

@@ -78,7 +78,7 @@ def test_coordinate_ascent_never_decreases_L(small_problem, solver, per_prototyp
     assert sum(model.info["steps"]["prototype_accepted"]) >= 1
     assert history[-1] > history[0]
     assert np.shape(model.log_beta) == ((3,) if per_prototype else ())
-    # the history is L itself, evaluated in the model's internal units (dpp.normalize)
+    # the history is L itself, evaluated in the model's internal units (dpp.units)
     internal_prior = prior.in_internal_units(model.normalizer.log_beta_offset())
     final = objective(model.params, model.internal_sets(train), 1e-2, internal_prior)
     np.testing.assert_allclose(float(final), history[-1], rtol=1e-5)

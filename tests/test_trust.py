@@ -18,11 +18,11 @@ from dpp.init import init_log_beta, kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.metrics import evaluate
 from dpp.model import FittedModel, fit_dpp
-from dpp.normalize import Normalizer
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.coordinate_ascent import FitSettings, prototype_step, theta_step
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.splits import split_indices
+from dpp.units import Normalizer
 
 #: The CLI's solver defaults (configs/optimizer/lbfgs_optax.yaml, configs/model/dpp.yaml).
 CLI = dict(max_rounds=30, tol=1e-5, theta_solver=LBFGSSettings(max_iter=500))

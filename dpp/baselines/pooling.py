@@ -32,11 +32,12 @@ from threadpoolctl import threadpool_limits
 
 from dpp import params as check
 from dpp.baselines.standard import hard_code_model
-from dpp.estimators import SCORINGS, Affine, _store, labelled_sets, prediction_sets
+from dpp.estimators import SCORINGS, _store, labelled_sets, prediction_sets
 from dpp.init import kmeans_centres
 from dpp.metrics import weighted_score
 from dpp.selection import MAX_EXTENSIONS, choose_on_path, cv_splits
 from dpp.sets import RaggedSets
+from dpp.units import Affine
 
 POOLINGS = ("mean", "max", "mean_max")
 #: Default candidates of ``C`` (the inverse ridge strength of scikit-learn's logistic regression).
@@ -178,6 +179,8 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
         seed = 0 if self.random_state is None else int(self.random_state)
+        self.preprocess_ = self._fit_preprocess(sets)
+        sets = self._preprocessed(sets)
         self._fit_features(sets, seed)
         features = self._features(sets)
         labels = np.asarray(sets.labels, np.float64)
@@ -232,10 +235,20 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         }
         return self
 
+    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
+        """The prefit ``preprocess`` (checked), else none (the pooled features are scaled)."""
+        if self.preprocess is None:
+            return None
+        return Affine.prefit(self.preprocess, sets.dim)
+
+    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
+        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
+
     def _fit_features(self, sets: RaggedSets, seed: int) -> None:
-        """Fits what the features need (k-means centres); nothing by default."""
+        """Fits what the features need (k-means centres) on preprocessed sets; nothing here."""
 
     def _features(self, sets: RaggedSets) -> np.ndarray:
+        """``[N, F]`` features of preprocessed sets."""
         raise NotImplementedError
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -246,7 +259,7 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
             ValueError: sets whose dimension differs from the training sets'.
         """
         check_is_fitted(self, "head_")
-        sets = prediction_sets(X, self)
+        sets = self._preprocessed(prediction_sets(X, self))
         return np.asarray(self.head_.log_proba(self._features(sets)), np.float64)
 
     def predict_proba(self, X) -> np.ndarray:
@@ -283,6 +296,8 @@ class PoolingClassifier(PooledLogisticClassifier):
         max_extensions: values that may be added beyond each end of ``Cs``.
         max_iter: lbfgs iterations of each logistic regression.
         random_state: seed of the folds.
+        preprocess: a prefit :class:`~dpp.units.Affine` applied to the vectors before they are
+            pooled (the experiments' per-trial map); ``None``: the vectors as given.
     """
 
     method = "pooling"
@@ -296,6 +311,7 @@ class PoolingClassifier(PooledLogisticClassifier):
         max_extensions: int = MAX_EXTENSIONS,
         max_iter: int = 1000,
         random_state: int | None = 0,
+        preprocess: Affine | None = None,
     ):
         _store(self, locals())
 
@@ -321,6 +337,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         n_prototypes: ``K``, the number of centres (words).
         standardize: scale every feature of the vectors to zero mean and unit variance before
             k-means (fitted on the training vectors).
+        preprocess: a prefit :class:`~dpp.units.Affine` used instead of ``standardize``
+            (the experiments' per-trial map).
         init: ``"k-means"`` or ``[K, D]`` centres (in the units after ``standardize``).
         kmeans_n_init: k-means restarts.
         kmeans_max_iter: Lloyd iterations per restart.
@@ -338,6 +356,7 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         self,
         n_prototypes: int = 10,
         standardize: bool = True,
+        preprocess: Affine | None = None,
         init="k-means",
         kmeans_n_init: int = 1,
         kmeans_max_iter: int = 300,
@@ -358,9 +377,12 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         check.int_at_least("kmeans_n_init", self.kmeans_n_init, 1)
         check.int_at_least("kmeans_max_iter", self.kmeans_max_iter, 1)
 
+    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
+        if self.preprocess is not None:
+            return Affine.prefit(self.preprocess, sets.dim)
+        return Affine.fit(np.asarray(sets.vectors), self.standardize, None)
+
     def _fit_features(self, sets: RaggedSets, seed: int) -> None:
-        self.preprocess_ = Affine.fit(np.asarray(sets.vectors), self.standardize, None)
-        sets = self._preprocessed(sets)
         k = int(self.n_prototypes)
         if isinstance(self.init, str) and self.init == "k-means":
             vectors = np.asarray(sets.vectors, np.float64)
@@ -377,13 +399,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         inverse = self.preprocess_.inverse if self.preprocess_ is not None else np.asarray
         self.prototypes_ = inverse(centres)
 
-    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
-        if self.preprocess_ is None:
-            return sets
-        return sets.with_vectors(self.preprocess_(np.asarray(sets.vectors)))
-
     def _features(self, sets: RaggedSets) -> np.ndarray:
-        return np.asarray(self.encoder_.encode(self._preprocessed(sets)), np.float64)
+        return np.asarray(self.encoder_.encode(sets), np.float64)
 
 
 #: The pooled baselines by method name (the ``method`` recorded in results).

@@ -13,16 +13,16 @@ import numpy as np
 
 from dpp.likelihood import classifier_objective
 from dpp.model import FittedModel
-from dpp.normalize import Normalizer
 from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import fit_classifier
 from dpp.solvers.lbfgs import LBFGSSettings
+from dpp.units import Normalizer
 
 
 def hard_code_model(train: RaggedSets, centres: np.ndarray, method: str) -> FittedModel:
     """The untrained model that codes sets by eq. (1) nearest centres pooled by eq. (2).
 
-    The nearest centres are found in the internal units of :mod:`dpp.normalize` (the same
+    The nearest centres are found in the internal units of :mod:`dpp.units` (the same
     nearest centres, without float32 cancellation for offset features); ``Theta = 0``.
 
     Args:
@@ -61,7 +61,7 @@ def fit_standard(
         solver: full-batch solver of the Theta-step.
         method: name recorded in the returned model.
 
-    The nearest centres are found in the internal units of :mod:`dpp.normalize` (the same
+    The nearest centres are found in the internal units of :mod:`dpp.units` (the same
     nearest centres, without float32 cancellation for offset features).
 
     Returns:
