@@ -37,7 +37,8 @@ MODULES = (
     "errors", "estimators",
     "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
     "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
-    "units",
+    "units", "model_file", "estimators.base", "estimators.dpp", "estimators.baselines",
+    "estimators.cv", "estimators.io",
     "selection", "sets", "sharding", "solvers", "splits", "suite", "sweep", "tables", "tracking",
 )  # fmt: skip
 #: Modules of an optional extra, loaded where they are used: ``optuna_sweeper`` (the ``sweep``

@@ -32,7 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from dpp import params as check
 from dpp.baselines.standard import hard_code_model
-from dpp.estimators import SCORINGS, _store, labelled_sets, prediction_sets
+from dpp.estimators.base import SCORINGS, _store, labelled_sets, prediction_sets
 from dpp.init import kmeans_centres
 from dpp.metrics import weighted_score
 from dpp.selection import MAX_EXTENSIONS, choose_on_path, cv_splits

@@ -1,0 +1,63 @@
+r"""scikit-learn estimators over sets: DPP, the standard prototype, InfoLoss and the class prior.
+
+Every estimator takes ``X`` as
+
+* a list of ``[M_n, D]`` arrays, one per set (the convention of the multiple-instance libraries;
+  what ``GridSearchCV`` and ``cross_val_score`` index);
+* a :class:`~dpp.sets.RaggedSets` (its labels and weights are used when ``y`` is ``None``);
+* a ``(vectors, set_ids)`` pair: ``[T, D]`` vectors and ``[T]`` integer set ids, in any order;
+  set ``n`` is the one with the ``n``-th smallest id.
+
+and ``y`` as ``[N]`` class labels of any type (``classes_`` holds them sorted, as in
+scikit-learn) or ``[N, C]`` soft labels (rows on the simplex; ``classes_ = arange(C)``).
+
+A fitted estimator predicts with eq. (16) on the set representation ``z`` of eq. (2):
+``predict_proba`` gives ``[N, C]`` class probabilities, ``transform`` the ``[N, K]`` codes ``z``
+(a learned soft bag-of-words for any downstream model). Preprocessing (``standardize``,
+``pca_components``) is fitted on the training vectors and applied inside, so new raw sets need
+nothing done to them. The constructor defaults are the defaults of the command line as well
+(:mod:`dpp.config_store` builds the Hydra ``model`` and ``optimizer`` groups from them).
+
+``clf.save(path)`` writes a fitted estimator to one ``.npz`` file; :func:`dpp.load` reads it
+back.
+
+The package: :mod:`~dpp.estimators.base` (inputs and the prototype base class),
+:mod:`~dpp.estimators.dpp`, :mod:`~dpp.estimators.baselines` (standard prototype, InfoLoss,
+class prior), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``) and :mod:`~dpp.estimators.io`
+(``load`` and the estimators by method name).
+"""
+
+from dpp.estimators.base import (
+    EXPERIMENT_PARAMS,
+    SCORINGS,
+    PrototypeClassifier,
+    as_sets,
+    labelled_sets,
+    prediction_sets,
+)
+from dpp.estimators.baselines import (
+    ClassPriorClassifier,
+    InfoLossClassifier,
+    StandardPrototypeClassifier,
+)
+from dpp.estimators.cv import DPPClassifierCV
+from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.io import ESTIMATORS, load
+from dpp.units import Affine  # its home until this release: dpp.units
+
+__all__ = [
+    "EXPERIMENT_PARAMS",
+    "ESTIMATORS",
+    "SCORINGS",
+    "Affine",
+    "ClassPriorClassifier",
+    "DPPClassifier",
+    "DPPClassifierCV",
+    "InfoLossClassifier",
+    "PrototypeClassifier",
+    "StandardPrototypeClassifier",
+    "as_sets",
+    "labelled_sets",
+    "load",
+    "prediction_sets",
+]

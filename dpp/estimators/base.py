@@ -1,0 +1,426 @@
+"""What every estimator over sets shares: reading ``X`` and ``y``, and the prototype base class.
+
+See :mod:`dpp.estimators` for the input conventions.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import warnings
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from dpp import model_file
+from dpp import params as check
+from dpp.errors import FitWarning, NonFiniteResultError
+from dpp.init import kmeans_centres
+from dpp.model import CLEAN_STATUSES, FittedModel
+from dpp.reporting import jsonable
+from dpp.sets import RaggedSets, one_hot
+from dpp.solvers import options as solver_options
+from dpp.units import Affine
+
+logger = logging.getLogger(__name__)
+
+#: Scores of a model selection: mean validation log-likelihood per set (nats), or accuracy.
+SCORINGS = ("log_likelihood", "accuracy")
+
+#: Parameters of every prototype estimator that the experiment layer sets itself (from the
+#: dataset, ``kmeans``, ``optimizer``, ``seed`` and ``verbose`` config keys), not the ``model``
+#: config group.
+EXPERIMENT_PARAMS = (
+    "standardize",
+    "pca_components",
+    "preprocess",
+    "init",
+    "warm_start",
+    "optimizer",
+    "optimizer_options",
+    "kmeans_n_init",
+    "kmeans_max_iter",
+    "random_state",
+    "verbose",
+    "devices",
+)
+
+
+def as_sets(X, dtype=np.float32) -> RaggedSets:
+    """The sets of ``X`` (see the module docstring) as :class:`RaggedSets`, unlabelled.
+
+    A :class:`RaggedSets` is returned as it is (labels included).
+
+    Raises:
+        ValueError: no sets, an empty set, a set that is not 2-D, mismatched dimensions, NaN or
+            inf, set ids that are not integers or do not match the vectors.
+    """
+    if isinstance(X, RaggedSets):
+        return X
+    if _is_pair(X):
+        vectors, ids = np.asarray(X[0]), np.asarray(X[1])
+        if not np.issubdtype(ids.dtype, np.integer):
+            raise ValueError(f"set_ids must be integers, got dtype {ids.dtype}")
+        if ids.shape[0] != vectors.shape[0]:
+            raise ValueError(
+                f"mismatched lengths: {vectors.shape[0]} vectors but {ids.shape[0]} set ids"
+            )
+        unique, inverse = np.unique(ids, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        return RaggedSets.from_flat(
+            vectors[order], inverse[order], None, num_sets=unique.size, dtype=dtype
+        )
+    if isinstance(X, np.ndarray) and X.dtype != object and X.ndim != 3:
+        raise ValueError(
+            f"X must be a list of [M_n, D] arrays, a (vectors, set_ids) pair or RaggedSets; "
+            f"got an array of shape {X.shape}"
+        )
+    return RaggedSets.from_list(list(X), None, dtype=dtype)
+
+
+def prediction_sets(X, estimator) -> RaggedSets:
+    """The sets of ``X`` (:func:`as_sets`) for a fitted ``estimator`` to predict on.
+
+    Raises:
+        ValueError: the errors of :func:`as_sets`, or vectors whose dimension ``D`` is not the
+            ``n_features_in_`` the estimator was fitted on (naming both).
+    """
+    sets = as_sets(X)
+    if sets.dim != estimator.n_features_in_:
+        raise ValueError(
+            f"X has D = {sets.dim} features per vector but {type(estimator).__name__} was "
+            f"fitted on D = {estimator.n_features_in_}"
+        )
+    return sets
+
+
+def _is_pair(X) -> bool:
+    if not isinstance(X, tuple | list) or len(X) != 2:
+        return False
+    first, second = (np.asarray(a) if not isinstance(a, np.ndarray) else a for a in X)
+    return first.ndim == 2 and second.ndim == 1
+
+
+def _labels(y, num_sets: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(labels [N, C], classes_, soft)`` from class labels or soft labels."""
+    y = np.asarray(y)
+    if y.shape[0] != num_sets:
+        raise ValueError(f"y has {y.shape[0]} labels but X has {num_sets} sets")
+    if y.ndim == 2:
+        if not np.issubdtype(y.dtype, np.number):
+            raise ValueError(f"soft labels must be numbers, got dtype {y.dtype}")
+        return y.astype(np.float64), np.arange(y.shape[1]), True
+    if y.ndim != 1:
+        raise ValueError(f"y must be [N] class labels or [N, C] soft labels, got {y.shape}")
+    missing = np.flatnonzero(pd.isna(y)) if y.dtype.kind in "Of" else np.empty(0, int)
+    if missing.size:
+        raise ValueError(
+            f"y has no label (None or NaN) for {missing.size} of {y.shape[0]} sets (first: set "
+            f"{missing[0]}); every training set needs a class label"
+        )
+    classes, index = np.unique(y, return_inverse=True)
+    if classes.size < 2:
+        raise ValueError(f"a classifier needs at least 2 classes; y has only {classes.tolist()}")
+    return one_hot(index, classes.size), classes, False
+
+
+def labelled_sets(X, y=None, sample_weight=None) -> tuple[RaggedSets, np.ndarray]:
+    """Training sets with their labels and weights, and ``classes_``.
+
+    Args:
+        X: sets (see the module docstring).
+        y: ``[N]`` class labels, ``[N, C]`` soft labels, or ``None`` for a labelled
+            ``RaggedSets``.
+        sample_weight: optional ``[N]`` non-negative weights (default: the sets' own, or ones).
+
+    Returns:
+        ``(sets, classes)``: validated :class:`RaggedSets` with ``[N, C]`` labels, and the
+        ``[C]`` class values (``arange(C)`` for soft labels).
+
+    Raises:
+        ValueError: no labels, a count mismatch, fewer than 2 classes, labels off the simplex,
+            negative weights, and the errors of :func:`as_sets`.
+    """
+    sets = as_sets(X)
+    if y is None:
+        if sets.labels is None:
+            raise ValueError("fit needs labels: pass y, or RaggedSets with labels")
+        labels, classes = np.asarray(sets.labels), np.arange(sets.num_classes)
+    else:
+        labels, classes, _ = _labels(y, sets.num_sets)
+    weights = sets.weights if sample_weight is None else np.asarray(sample_weight)
+    sets = RaggedSets.from_flat(
+        np.asarray(sets.vectors),
+        np.asarray(sets.set_ids),
+        labels,
+        weights=np.asarray(weights),
+        members=None if sets.members is None else np.asarray(sets.members),
+        num_sets=sets.num_sets,
+        dtype=sets.vectors.dtype,
+    )
+    return sets, classes
+
+
+def _store(estimator, values: dict) -> None:
+    """Sets every constructor argument as an attribute, unchanged (scikit-learn's rule)."""
+    for name, value in values.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """Shared machinery of the prototype classifiers (not used directly).
+
+    Subclasses set :attr:`method` and implement ``_fit_model``. Fitted attributes:
+
+    * ``model_``: the :class:`~dpp.model.FittedModel` (internal units; what the experiments use);
+    * ``prototypes_`` ``[K, D]`` float64, in the units of the input features (through the
+      inverse preprocessing; with PCA, the back-projection);
+    * ``beta_``: ``float`` or ``[K]`` (1 / squared units of the preprocessed features), or
+      ``None`` for the hard encoder of eq. (1);
+    * ``theta_`` ``[K, C]`` float64 classifier weights (eq. 16);
+    * ``classes_`` ``[C]``, ``n_features_in_``, ``history_`` (the objective per round),
+      ``n_iter_`` (rounds), ``converged_`` (``True`` only for a fit whose status is
+      ``converged``; ``None`` where the method has no iterative status), ``fit_info_``.
+    """
+
+    method: ClassVar[str] = ""
+    #: Whether the method starts from k-means centres (the experiments share them per ``K``).
+    uses_centres: ClassVar[bool] = True
+
+    # subclasses list their own parameters in __init__ (scikit-learn reads the signature)
+    def check_params(self) -> None:
+        """Checks every parameter (``fit`` calls it; so does the config check, before a run).
+
+        Raises:
+            ValueError: naming the parameter, the rule and the value.
+        """
+        check.int_at_least("n_prototypes", self.n_prototypes, 1)
+        check.number("l2", self.l2, low=0)
+        check.boolean("standardize", self.standardize)
+        if self.pca_components is not None:
+            check.int_at_least("pca_components", self.pca_components, 1)
+        check.int_at_least("kmeans_n_init", self.kmeans_n_init, 1)
+        check.int_at_least("kmeans_max_iter", self.kmeans_max_iter, 1)
+        if self.random_state is not None:
+            check.int_at_least("random_state", self.random_state, 0)
+        solver_options.theta_solver(self.optimizer, self.optimizer_options)
+        solver_options.prototype_solver(self.optimizer, self.optimizer_options)
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the model on training sets.
+
+        Args:
+            X: ``N`` training sets (list of ``[M_n, D]`` arrays, ``RaggedSets`` or a
+                ``(vectors, set_ids)`` pair).
+            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` when ``X`` is a
+                labelled ``RaggedSets``.
+            sample_weight: optional ``[N]`` non-negative per-set weights of the likelihood
+                (eq. 17's sum over sets).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: bad parameters or inputs (naming which), fewer training vectors than
+                ``n_prototypes``.
+            NonFiniteResultError: the fit produced non-finite parameters.
+        """
+        return self._fit(X, y, sample_weight)
+
+    def _fit(self, X, y, sample_weight, **fit_params):
+        """:meth:`fit`, with method-specific ``fit_params`` passed on to ``_fit_model``."""
+        self.check_params()
+        sets, self.classes_ = labelled_sets(X, y, sample_weight)
+        self.n_features_in_ = sets.dim
+        self.preprocess_ = self._fit_preprocess(sets)
+        sets = self._preprocessed(sets)
+        seed = self._seed()
+        model = self._fit_model(sets, seed, **fit_params)
+        self._set_fitted(model)
+        self._warn_status()
+        return self
+
+    def _warn_status(self) -> None:
+        """A fit whose status is not clean raises a :class:`~dpp.errors.FitWarning`.
+
+        The command line logs each one as a line of the run's log (:mod:`dpp.experiment`);
+        from Python, ``logging.captureWarnings(True)`` does the same.
+        """
+        status = self.fit_info_.get("status")
+        if status is None or status in CLEAN_STATUSES:
+            return
+        message = f"{self._describe()}: fit {status}: {self.fit_info_.get('status_reason')}"
+        warnings.warn(message, FitWarning, stacklevel=3)
+
+    def _describe(self) -> str:
+        """``Name(param=value, ...)``, naming the model: ``n_prototypes``, ``l2``, changed values.
+
+        Not ``init``, ``preprocess``, ``optimizer_options``, ``verbose`` or ``devices`` (how the
+        fit runs).
+        """
+        defaults = {
+            name: p.default for name, p in inspect.signature(type(self).__init__).parameters.items()
+        }
+        parts = []
+        for name, value in self.get_params(deep=False).items():
+            if name in ("init", "preprocess", "optimizer_options", "verbose", "devices"):
+                continue  # how the fit runs, not which model it is
+            if name in ("n_prototypes", "l2") or value != defaults.get(name, value):
+                parts.append(f"{name}={value!r}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
+        """The prefit ``preprocess`` (checked), else the map fitted on the training vectors."""
+        if self.preprocess is not None:
+            return Affine.prefit(self.preprocess, sets.dim, self.standardize, self.pca_components)
+        return Affine.fit(np.asarray(sets.vectors), self.standardize, self.pca_components)
+
+    def _seed(self) -> int:
+        if self.random_state is None:
+            return int(np.random.SeedSequence().entropy % (2**31 - 1))
+        return int(self.random_state)
+
+    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
+        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
+
+    def _initial_centres(self, sets: RaggedSets, seed: int) -> np.ndarray:
+        """``init`` if given, else the previous fit's prototypes (``warm_start``), else k-means."""
+        k, dim = self.n_prototypes, sets.dim
+        if self.init is not None and not (isinstance(self.init, str) and self.init == "k-means"):
+            centres = np.asarray(self.init, np.float64)
+            if centres.shape != (k, dim):
+                raise ValueError(
+                    f"init must be [n_prototypes, D] = [{k}, {dim}] centres (in the units after "
+                    f"preprocessing), got {centres.shape}"
+                )
+            return centres
+        previous = self._warm_model(sets)
+        if previous is not None:
+            return previous.prototypes
+        return kmeans_centres(
+            np.asarray(sets.vectors), k, seed, self.kmeans_n_init, self.kmeans_max_iter
+        )
+
+    def _warm_model(self, sets: RaggedSets) -> FittedModel | None:
+        """The previous fit's model when ``warm_start`` is on and it has the same shapes."""
+        model = getattr(self, "model_", None) if self.warm_start else None
+        if model is None or model.mu.shape != (self.n_prototypes, sets.dim):
+            return None
+        return model if model.theta.shape[1] == sets.num_classes else None
+
+    def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
+        raise NotImplementedError
+
+    def _set_fitted(self, model: FittedModel) -> None:
+        """Sets the fitted attributes from ``model``.
+
+        Raises:
+            NonFiniteResultError: a parameter of ``model`` is NaN or infinite (every method,
+                not only DPP, so no estimator predicts NaN).
+        """
+        for name, value in (("mu", model.mu), ("log_beta", model.log_beta), ("theta", model.theta)):
+            if value is not None and not np.all(np.isfinite(np.asarray(value))):
+                raise NonFiniteResultError(f"{model.method} fit produced non-finite {name}")
+        self.model_ = model
+        prototypes = model.prototypes
+        if self.preprocess_ is not None:
+            prototypes = self.preprocess_.inverse(prototypes)
+        self.prototypes_ = prototypes
+        beta = model.beta
+        self.beta_ = None if beta is None else (float(beta) if beta.ndim == 0 else beta)
+        self.theta_ = np.asarray(model.theta, np.float64)
+        self.history_ = np.asarray(model.history, np.float64)
+        self.fit_info_ = model.info
+        self.n_iter_ = int(model.info.get("rounds", 1))
+        status = model.info.get("status")
+        self.converged_ = None if status is None else status == "converged"
+
+    # ------------------------------------------------------------------ predict
+    def _prediction_sets(self, X) -> RaggedSets:
+        check_is_fitted(self, "model_")
+        return self._preprocessed(prediction_sets(X, self))
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``[N, C]`` float64 log class probabilities of eq. (16), columns in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit`` (as every method here).
+        """
+        sets = self._prediction_sets(X)
+        return np.asarray(self.model_.log_predictive(sets), np.float64)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``[N, C]`` float64 class probabilities of eq. (16), columns in ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """``[N]`` most probable class of each set (a value of ``classes_``)."""
+        log_proba = self.predict_log_proba(X)
+        return self.classes_[np.argmax(log_proba, axis=1)]
+
+    def transform(self, X) -> np.ndarray:
+        """``[N, K]`` float64 set representations ``z`` (eq. 2 over eq. 3, or eq. 1)."""
+        sets = self._prediction_sets(X)
+        return np.asarray(self.model_.encode(sets), np.float64)
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
+        check_is_fitted(self, "model_")
+        y = np.asarray(y)
+        if y.ndim == 2:
+            y = self.classes_[np.argmax(y, axis=1)]
+        hits = self.predict(X) == y
+        return float(np.average(hits, weights=sample_weight))
+
+    def save(self, path) -> Path:
+        """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
+
+        The file holds the model in its internal units, the maps into them (preprocessing and
+        the normaliser) and every constructor parameter; :func:`dpp.load` reads it back.
+
+        Args:
+            path: file to write (``.npz`` is appended by NumPy when missing).
+
+        Returns:
+            The path written.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: for an unfitted estimator.
+        """
+        check_is_fitted(self, "model_")
+        model: FittedModel = self.model_
+        arrays = {
+            "mu": np.asarray(model.mu),
+            "theta": np.asarray(model.theta),
+            "history": np.asarray(model.history, np.float64),
+            "normalizer_scale": np.asarray(model.normalizer.scale, np.float64),
+        }
+        if model.log_beta is not None:
+            arrays["log_beta"] = np.asarray(model.log_beta)
+        if model.normalizer.shift is not None:
+            arrays["normalizer_shift"] = np.asarray(model.normalizer.shift, np.float64)
+        if self.preprocess_ is not None:
+            arrays["preprocess_shift"] = self.preprocess_.shift
+            arrays["preprocess_matrix"] = self.preprocess_.matrix
+        params = self.get_params(deep=False)
+        params["preprocess"] = None  # a prefit map is the preprocess_ arrays, as a fitted one
+        if not isinstance(params.get("init"), str | None):
+            arrays["param_init"] = np.asarray(params["init"], np.float64)
+            params["init"] = None
+        classes = np.asarray(self.classes_)
+        header = {
+            "estimator": type(self).__name__,
+            "method": model.method,
+            "params": jsonable(params),
+            "classes": jsonable(classes.tolist()),
+            "classes_dtype": classes.dtype.kind,
+            "n_features_in": int(self.n_features_in_),
+            "info": jsonable(model.info),
+        }
+        return model_file.write(path, header, arrays)

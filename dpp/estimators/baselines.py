@@ -1,0 +1,154 @@
+"""The paper's baselines as estimators: the standard prototype, InfoLoss and the class prior."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from dpp import params as check
+from dpp.baselines.class_prior import fit_class_prior
+from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
+from dpp.baselines.standard import fit_standard
+from dpp.estimators.base import PrototypeClassifier, _store
+from dpp.model import FittedModel
+from dpp.sets import RaggedSets
+from dpp.solvers import options as solver_options
+from dpp.solvers.coordinate_ascent import FitSettings
+from dpp.units import Affine
+
+_FIT = FitSettings()
+_INFOLOSS = InfoLossSettings()
+
+
+class StandardPrototypeClassifier(PrototypeClassifier):
+    """The standard prototype baseline (section 4.2): k-means centres, hard codes (eq. 1).
+
+    Sets are bag-of-words histograms of their vectors' nearest centres (eqs. 1, 2), classified
+    by the same softmax (eq. 16) and Theta-step as DPP. Parameters as :class:`DPPClassifier`
+    (``optimizer`` sets the Theta-step's L-BFGS; ``warm_start`` reuses the previous fit's
+    centres instead of running k-means again).
+    """
+
+    method = "standard"
+
+    def __init__(
+        self,
+        n_prototypes: int = 10,
+        l2: float = _FIT.l2,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess: Affine | None = None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = 1,
+        kmeans_max_iter: int = 300,
+        random_state: int | None = 0,
+        verbose: bool = False,
+    ):
+        _store(self, locals())
+
+    def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
+        centres = self._initial_centres(sets, seed)
+        solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
+        return fit_standard(sets, centres, float(self.l2), solver)
+
+
+class InfoLossClassifier(PrototypeClassifier):
+    """InfoLoss (Lazebnik & Raginsky 2009): centres that minimise the information loss.
+
+    Centres are learned from k-means by minimising the soft-Voronoi information loss plus
+    ``gamma`` times the distortion, then sets are coded by hard assignment (eq. 1) and classified
+    by the same softmax as DPP.
+
+    Args:
+        beta_scale: soft-Voronoi ``beta`` relative to 1 / median squared distance.
+        gamma_scale: distortion weight ``gamma`` relative to ``beta``.
+        max_rounds: alternations of the pi-update and the centre step.
+        tol: stop when a round lowers the objective by less than ``tol`` relatively.
+        centre_max_iter: L-BFGS iterations of each centre step.
+
+    The other parameters are those of :class:`DPPClassifier`.
+    """
+
+    method = "infoloss"
+
+    def __init__(
+        self,
+        n_prototypes: int = 10,
+        l2: float = _FIT.l2,
+        beta_scale: float = _INFOLOSS.beta_scale,
+        gamma_scale: float = _INFOLOSS.gamma_scale,
+        max_rounds: int = _INFOLOSS.max_rounds,
+        tol: float = _INFOLOSS.tol,
+        centre_max_iter: int = _INFOLOSS.centre_solver.max_iter,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess: Affine | None = None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = 1,
+        kmeans_max_iter: int = 300,
+        random_state: int | None = 0,
+        verbose: bool = False,
+    ):
+        _store(self, locals())
+
+    def check_params(self) -> None:
+        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
+        super().check_params()
+        check.number("beta_scale", self.beta_scale, low=0, low_open=True)
+        check.number("gamma_scale", self.gamma_scale, low=0)
+        check.int_at_least("max_rounds", self.max_rounds, 0)
+        check.number("tol", self.tol, low=0)
+        check.int_at_least("centre_max_iter", self.centre_max_iter, 1)
+
+    def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
+        centres = self._initial_centres(sets, seed)
+        theta_solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
+        settings = InfoLossSettings(
+            beta_scale=float(self.beta_scale),
+            gamma_scale=float(self.gamma_scale),
+            max_rounds=int(self.max_rounds),
+            tol=float(self.tol),
+            centre_solver=dataclasses.replace(theta_solver, max_iter=int(self.centre_max_iter)),
+        )
+        return fit_infoloss(sets, centres, float(self.l2), theta_solver, settings)
+
+
+class ClassPriorClassifier(PrototypeClassifier):
+    """The class-prior baseline: every set gets the weighted training proportions of the classes.
+
+    Tells how much of a score the encoding actually earns. ``n_prototypes`` is 1 and ``l2`` is
+    unused; the one prototype is the mean training vector.
+    """
+
+    method = "class_prior"
+    uses_centres = False
+
+    def __init__(
+        self,
+        n_prototypes: int = 1,
+        l2: float = 0.0,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess: Affine | None = None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = 1,
+        kmeans_max_iter: int = 300,
+        random_state: int | None = 0,
+        verbose: bool = False,
+    ):
+        _store(self, locals())
+
+    def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
+        del seed
+        centre = np.asarray(sets.vectors, np.float64).mean(axis=0, keepdims=True)
+        return fit_class_prior(sets, np.repeat(centre, self.n_prototypes, axis=0))

@@ -1,0 +1,294 @@
+"""Model selection of ``l2`` (``K``, DPP's rounds) by cross-validation of the estimator itself."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from dpp import params as check
+from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_sets
+from dpp.estimators.baselines import ClassPriorClassifier
+from dpp.estimators.dpp import DPPClassifier
+from dpp.metrics import weighted_score
+from dpp.selection import choose_on_path, cv_splits
+from dpp.sets import RaggedSets
+
+logger = logging.getLogger(__name__)
+
+
+class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
+    """DPP with ``l2`` (and ``n_prototypes``) chosen by cross-validation of DPP itself.
+
+    In the spirit of scikit-learn's ``LogisticRegressionCV``: every candidate is scored by
+    stratified K-fold cross-validation on the training sets (each fold fits its own
+    preprocessing, k-means and DPP), the ``l2`` path of each fold and ``K`` is fitted from the
+    strongest ``l2`` down with warm starts, and the best candidate is refitted on all training
+    sets (from k-means). ``l2`` is a strength on the summed log-likelihood, so a fold's fit,
+    on a fraction ``r`` of the sets' total weight (``(folds - 1) / folds`` for equal folds),
+    uses ``l2 * r``: a value of the grid means the same strength on every fit.
+
+    Args:
+        estimator: the estimator to tune (default ``DPPClassifier()``; the baselines of
+            :mod:`dpp.estimators` work too, which gives every method the same selection).
+        l2s: candidate ``l2`` values (>= 0).
+        n_prototypes: candidate ``K`` values, or ``None`` for the estimator's own.
+        cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
+            probable class when every class has that many sets), a scikit-learn splitter
+            (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
+            ``(train, validation)`` index arrays (:func:`dpp.selection.cv_splits`).
+        scoring: ``log_likelihood`` (mean validation log-likelihood per set, nats; works with
+            soft labels) or ``accuracy``.
+        max_extensions: while the best ``l2`` is the largest (smallest) of its grid, one more
+            value a grid step beyond it is cross-validated, up to this many on each side (0:
+            the grid as given).
+        select_rounds: for a :class:`DPPClassifier`, also choose the number of
+            coordinate-ascent rounds (0, the k-means start with its Theta-step, up to
+            ``max_rounds``) by the validation log-likelihood: every fold fits each candidate
+            from k-means with its held-out fold as early stopping's ``validation_sets``, a
+            candidate scores its best round (the fewest rounds on ties), and the refit stops
+            after the chosen round (``round_cap``; status ``early_stopped`` when ``L`` was
+            still rising). This replaces the estimator's own ``validation_fraction``. It
+            treats the rounds that overfit as what they are: on the suite's witness tasks the
+            codes saturate within a few rounds and the held-out log-likelihood falls (README,
+            "A suite of set tasks"). Needs ``scoring="log_likelihood"``; ignored for the other
+            estimators.
+
+    Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
+    layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
+    ``rank_test_score``, ``mean_fit_time``; values added beyond the grid are candidates too),
+    ``best_rounds_`` (the chosen number of rounds, ``None`` without ``select_rounds``; the
+    ``rounds`` entry of ``cv_results_`` gives each candidate's best round),
+    ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only value``:
+    where the chosen ``l2`` lies among those scored for its ``K``), ``l2s_added_``,
+    ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
+    training label) and ``beats_prior_`` (``best_score_ > prior_score_``),
+    ``best_estimator_`` (refitted), and the fitted
+    attributes of ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
+    ``n_features_in_``, ...). ``save`` writes ``best_estimator_``.
+    """
+
+    def __init__(
+        self,
+        estimator=None,
+        l2s=(1e-3, 1e-2, 1e-1, 1.0),
+        n_prototypes=None,
+        cv=5,
+        scoring: str = "log_likelihood",
+        max_extensions: int = 3,
+        select_rounds: bool = True,
+    ):
+        _store(self, locals())
+
+    def fit(self, X, y=None, sample_weight=None, groups=None):
+        """Cross-validates every (``n_prototypes``, ``l2``) candidate, then refits the best.
+
+        When the best ``l2`` is the largest or smallest of its ``K``'s grid, one more value a
+        grid step beyond it is cross-validated, up to ``max_extensions`` on each side
+        (:func:`dpp.selection.choose_on_path`): the choice ends inside the grid, or its
+        position says it did not.
+
+        Args:
+            X: training sets (see the module docstring).
+            y: ``[N]`` class labels or ``[N, C]`` soft labels (``None`` for labelled
+                ``RaggedSets``).
+            sample_weight: optional ``[N]`` per-set weights.
+            groups: optional ``[N]`` group of each set; folds then keep groups whole (e.g. the
+                spatial blocks of an image, :func:`dpp.selection.cv_folds`).
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: an empty or negative grid, a ``cv`` of fewer than 2 or more folds than
+                sets or with bad index arrays, an unknown ``scoring``, and the errors of the
+                estimator's ``fit``.
+        """
+        base = DPPClassifier() if self.estimator is None else self.estimator
+        l2s = sorted({float(v) for v in self.l2s}, reverse=True)
+        if not l2s or l2s[-1] < 0:
+            raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
+        ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
+        for k in ks:
+            check.int_at_least("n_prototypes", k, 1)
+        check.choice("scoring", self.scoring, SCORINGS)
+        check.int_at_least("max_extensions", self.max_extensions, 0)
+        check.boolean("select_rounds", self.select_rounds)
+        by_round = self.select_rounds and isinstance(base, DPPClassifier)
+        if by_round and self.scoring != "log_likelihood":
+            raise ValueError(
+                "select_rounds chooses the rounds by the validation log-likelihood: use "
+                f"scoring='log_likelihood' or select_rounds=False (got scoring={self.scoring!r})"
+            )
+        if by_round:
+            base = clone(base).set_params(validation_fraction=0.0)  # the folds hold out instead
+        sets, classes = labelled_sets(X, y, sample_weight)
+        seed = 0 if base.random_state is None else int(base.random_state)
+        folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
+        weights = np.asarray(sets.weights, np.float64)
+        parts = [
+            (sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx)))
+            for fit_idx, val_idx in folds
+        ]
+        shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
+        fold_scores: dict[tuple[int, float], np.ndarray] = {}
+        rounds: dict[tuple[int, float], int] = {}
+        seconds: dict[tuple[int, float], float] = {}
+        last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2 fitted
+
+        def cross_validate(k: int, path: list[float], warm: bool) -> None:
+            """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold."""
+            by_fold = []
+            for f, (part, held) in enumerate(parts):
+                est = last.get((f, k)) if warm and not by_round else None
+                if est is None:
+                    est = clone(base).set_params(n_prototypes=k, warm_start=not by_round)
+                for l2 in path:
+                    t0 = time.perf_counter()
+                    est.set_params(l2=float(l2 * shrink[f]))
+                    key = (k, l2)
+                    if by_round:
+                        est.fit(part, validation_sets=held)
+                        by_fold.append((key, f, _scores_by_round(est)))
+                    else:
+                        est.fit(part)
+                        fold_scores.setdefault(key, np.zeros(len(parts)))[f] = _validation_score(
+                            est, held, self.scoring
+                        )
+                    seconds[key] = seconds.get(key, 0.0) + (time.perf_counter() - t0) / len(parts)
+                if warm or (f, k) not in last:
+                    last[f, k] = est
+            for key in dict.fromkeys(key for key, _, _ in by_fold):
+                per_round = np.stack([v for c, _, v in by_fold if c == key])  # [folds, R]
+                best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
+                fold_scores[key], rounds[key] = per_round[:, best], best
+            for key in ((k, v) for v in path):
+                logger.info(
+                    "K=%d l2=%.3g: validation %s %s%s",
+                    key[0],
+                    key[1],
+                    self.scoring,
+                    np.round(fold_scores[key], 4).tolist(),
+                    f" at round {rounds[key]}" if key in rounds else "",
+                )
+
+        for k in ks:
+            cross_validate(k, l2s, warm=True)
+        mean = {key: float(v.mean()) for key, v in fold_scores.items()}
+        # best score; ties go to the stronger l2, then the fewer prototypes
+        best_k = max(mean, key=lambda c: (mean[c], c[1], -c[0]))[0]
+
+        def score_new(l2: float) -> float:
+            # weaker than the path: continue each fold's path; stronger: a fresh fit
+            weakest = min(v for k, v in fold_scores if k == best_k)
+            cross_validate(best_k, [l2], warm=l2 < weakest)
+            return float(fold_scores[best_k, l2].mean())
+
+        path = [v for k, v in fold_scores if k == best_k]
+        choice = choose_on_path(
+            path, [mean[best_k, v] for v in path], score_new, int(self.max_extensions)
+        )
+        candidates = list(fold_scores)
+        scores = np.stack([fold_scores[c] for c in candidates])
+        mean = scores.mean(axis=1)
+        best = max(
+            range(len(candidates)), key=lambda i: (mean[i], candidates[i][1], -candidates[i][0])
+        )
+        order = np.argsort(-mean, kind="stable")
+        rank = np.empty(len(candidates), dtype=np.int64)
+        rank[order] = np.arange(1, len(candidates) + 1)
+        self.cv_results_ = {
+            "params": [{"n_prototypes": k, "l2": l2} for k, l2 in candidates],
+            "param_n_prototypes": np.array([k for k, _ in candidates]),
+            "param_l2": np.array([l2 for _, l2 in candidates]),
+            "mean_test_score": mean,
+            "std_test_score": scores.std(axis=1),
+            **{f"split{f}_test_score": scores[:, f] for f in range(len(folds))},
+            "rank_test_score": rank,
+            "mean_fit_time": np.array([seconds[c] for c in candidates]),
+            **({"rounds": np.array([rounds[c] for c in candidates])} if by_round else {}),
+        }
+        self.best_params_ = dict(self.cv_results_["params"][best])
+        self.best_score_ = float(mean[best])
+        self.best_index_ = int(best)
+        self.best_position_ = choice.position  # the best is best_k's: only its path grew
+        self.l2s_added_ = list(choice.added)
+        self.prior_score_ = float(
+            np.mean([_prior_score(part, held, self.scoring) for part, held in parts])
+        )
+        self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
+        self.best_rounds_ = rounds[candidates[best]] if by_round else None
+        self.best_estimator_ = clone(base).set_params(**self.best_params_)
+        if by_round:
+            self.best_estimator_.fit(sets, round_cap=self.best_rounds_)
+        else:
+            self.best_estimator_.fit(sets)
+        self.best_estimator_.classes_ = classes
+        self.classes_ = classes
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        return self
+
+    def __getattr__(self, name):
+        # fitted attributes of the refitted estimator (prototypes_, beta_, theta_, model_, ...)
+        if name.endswith("_") and not name.startswith("__") and "best_estimator_" in self.__dict__:
+            return getattr(self.__dict__["best_estimator_"], name)
+        raise AttributeError(name)
+
+    def _best(self):
+        check_is_fitted(self, "best_estimator_")
+        return self.best_estimator_
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``[N, C]`` log class probabilities of the refitted estimator."""
+        return self._best().predict_log_proba(X)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``[N, C]`` class probabilities of the refitted estimator."""
+        return self._best().predict_proba(X)
+
+    def predict(self, X) -> np.ndarray:
+        """``[N]`` predicted classes of the refitted estimator."""
+        return self._best().predict(X)
+
+    def transform(self, X) -> np.ndarray:
+        """``[N, K]`` set representations ``z`` of the refitted estimator."""
+        return self._best().transform(X)
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy of the refitted estimator (see :meth:`PrototypeClassifier.score`)."""
+        return self._best().score(X, y, sample_weight)
+
+    def save(self, path) -> None:
+        """Writes ``best_estimator_`` (:func:`dpp.persist.save`); it loads as that estimator."""
+        self._best().save(path)
+
+
+def _scores_by_round(estimator: DPPClassifier) -> np.ndarray:
+    """``[max_rounds + 1]`` validation log-likelihood per set after each round.
+
+    Of a fit with ``validation_sets``: known up to its last round, carried on to ``max_rounds``
+    when it stopped by ``tol`` (a fit capped later stops there too), NaN after a stop by
+    ``patience``.
+    """
+    early = estimator.fit_info_["early_stopping"]
+    history = np.asarray(early["validation_history"], np.float64)
+    last = early["rounds_monitored"]
+    scores = np.full(estimator.max_rounds + 1, np.nan)
+    scores[: last + 1] = history
+    if last - early["best_round"] < estimator.patience:  # stopped by tol or max_rounds
+        scores[last + 1 :] = history[-1]
+    return scores
+
+
+def _validation_score(estimator, sets: RaggedSets, scoring: str) -> float:
+    """Weighted mean over ``sets`` of the log-likelihood per set (nats) or of the accuracy."""
+    return weighted_score(estimator.predict_log_proba(sets), sets.labels, sets.weights, scoring)
+
+
+def _prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
+    """The validation score on ``held`` of :class:`ClassPriorClassifier` fitted on ``part``."""
+    prior = ClassPriorClassifier(standardize=False).fit(part)
+    return _validation_score(prior, held, scoring)

@@ -1,0 +1,212 @@
+"""The DPP estimator (Bonilla & Robles-Kelly 2012): soft assignment, pooling, softmax, learned."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from dpp import params as check
+from dpp.baselines.infoloss import InfoLossSettings
+from dpp.estimators.base import PrototypeClassifier, _store
+from dpp.likelihood import BetaPrior
+from dpp.model import MODES, FittedModel, fit_dpp
+from dpp.sets import RaggedSets
+from dpp.solvers import options as solver_options
+from dpp.solvers.coordinate_ascent import FitSettings
+from dpp.units import Affine
+
+_FIT = FitSettings()
+_INFOLOSS = InfoLossSettings()
+
+
+class DPPClassifier(PrototypeClassifier):
+    r"""Discriminative probabilistic prototypes (Bonilla & Robles-Kelly 2012).
+
+    Vectors are softly assigned to ``K`` prototypes ``mu`` with inverse temperature ``beta``
+    (eq. 3), a set's representation ``z`` is the mean of its assignments (eq. 2), and a softmax
+    classifier ``Theta`` (eq. 16) predicts its class. ``mu``, ``beta`` and ``Theta`` maximise the
+    (weighted, possibly soft-label) log-likelihood of eqs. (5, 6, 17) minus
+    ``l2 * tr(Theta^T Theta)``, by coordinate ascent (section 4) from k-means centres; the
+    fit's status tells the truth (:func:`dpp.model.fit_status`).
+
+    Args:
+        n_prototypes: ``K``.
+        l2: ridge ``lambda`` on ``Theta`` (on the summed log-likelihood; >= 0).
+        mode: ``coordinate_ascent`` (section 4) or ``joint`` (rounds of one solver run over
+            all parameters).
+        max_rounds: coordinate-ascent rounds at most.
+        tol: stop when a round raises ``L`` by less than ``tol * |L|``.
+        beta_step_limit: a (mu, beta)-step changes ``beta`` by at most this factor (> 1).
+        validation_fraction: early stopping: this fraction of the training sets is held out,
+            the fit stops once ``patience`` rounds have not raised their log-likelihood, and
+            the model is refitted on all training sets for the best number of rounds (0, the
+            default: stop by ``tol`` or ``max_rounds``). Skipped when it would hold out fewer
+            than 10 sets. ``scripts/bench.py --stopping`` measures its cost and benefit; with a
+            small validation part it can stop at round 0 (see the README).
+        patience: early stopping: rounds without a better validation log-likelihood.
+        beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
+        per_prototype_beta: one ``beta`` per prototype instead of one shared.
+        beta_prior: prior on ``log beta``: ``none``, ``lognormal`` (Gaussian on ``log beta``
+            with mean ``beta_prior_loc`` and s.d. ``beta_prior_scale``) or ``gamma`` (shape
+            ``beta_prior_loc``, rate ``beta_prior_scale``), in the units of the preprocessed
+            features.
+        beta_prior_loc: first parameter of the prior.
+        beta_prior_scale: second parameter of the prior (> 0).
+        standardize: scale every feature to zero mean and unit variance (fitted on the
+            training vectors; the default, since features of real data rarely share a scale;
+            the experiments preprocess by their dataset config instead).
+        pca_components: project on this many principal components (after standardising).
+        preprocess: a prefit :class:`~dpp.units.Affine` used instead of fitting
+            ``standardize`` and ``pca_components`` on the training vectors (which must then
+            describe it: the experiments fit one map per trial, on the dataset's choice of
+            vectors, and hand it to every method); ``None``: fit them. A saved model keeps
+            the map and loads with ``preprocess=None``.
+        init: ``"k-means"`` or ``[K, D']`` initial centres (units after preprocessing).
+        warm_start: start from the previous fit's ``mu``, ``beta`` and ``Theta`` when the
+            shapes agree (for a path of ``l2`` on the same sets).
+        optimizer: a name of :data:`dpp.solvers.options.OPTIMIZERS`.
+        optimizer_options: overrides of that optimizer's default options (dict).
+        kmeans_n_init: k-means restarts.
+        kmeans_max_iter: Lloyd iterations per restart.
+        random_state: seed of k-means, of the early-stopping split and of mini-batch order
+            (``None``: a fresh one).
+        verbose: log ``L`` and ``beta`` after every round.
+        devices: devices the fit runs on, a positive number or ``"all"`` (:mod:`dpp.sharding`:
+            whole sets per device, the likelihood's sums reduced across devices; full-batch
+            optimizers only). Same fit as one device up to float rounding.
+
+    Raises (from ``fit``):
+        ValueError: bad parameters or inputs, naming which.
+        NonFiniteResultError: non-finite parameters after the fit.
+    """
+
+    method = "dpp"
+
+    def __init__(
+        self,
+        n_prototypes: int = 10,
+        l2: float = _FIT.l2,
+        mode: str = "coordinate_ascent",
+        max_rounds: int = _FIT.max_rounds,
+        tol: float = _FIT.tol,
+        beta_step_limit: float = _FIT.beta_step_limit,
+        validation_fraction: float = 0.0,
+        patience: int = _FIT.patience,
+        beta_scale: float = 1.0,
+        per_prototype_beta: bool = False,
+        beta_prior: str = _FIT.prior.kind,
+        beta_prior_loc: float = _FIT.prior.loc,
+        beta_prior_scale: float = _FIT.prior.scale,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess: Affine | None = None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = 1,
+        kmeans_max_iter: int = 300,
+        random_state: int | None = 0,
+        verbose: bool = False,
+        devices: int | str = 1,
+    ):
+        _store(self, locals())
+
+    def check_params(self) -> None:
+        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
+        super().check_params()
+        if self.devices != "all":
+            check.int_at_least("devices", self.devices, 1)
+        check.choice("mode", self.mode, MODES)
+        check.int_at_least("max_rounds", self.max_rounds, 0)
+        check.number("tol", self.tol, low=0)
+        check.number("beta_step_limit", self.beta_step_limit, low=1, low_open=True)
+        check.number("validation_fraction", self.validation_fraction, low=0, high=1, high_open=True)
+        check.int_at_least("patience", self.patience, 1)
+        check.number("beta_scale", self.beta_scale, low=0, low_open=True)
+        check.boolean("per_prototype_beta", self.per_prototype_beta)
+        check.boolean("warm_start", self.warm_start)
+        check.boolean("verbose", self.verbose)
+        self._prior()
+
+    def _prior(self) -> BetaPrior:
+        check.choice("beta_prior", self.beta_prior, ("none", "lognormal", "gamma"))
+        loc = check.number("beta_prior_loc", self.beta_prior_loc)
+        scale = check.number("beta_prior_scale", self.beta_prior_scale, low=0, low_open=True)
+        try:
+            return BetaPrior(self.beta_prior, loc, scale)
+        except ValueError as err:
+            raise ValueError(f"beta_prior: {err}") from None
+
+    def fit_settings(self) -> FitSettings:
+        """The :class:`~dpp.solvers.coordinate_ascent.FitSettings` these parameters give."""
+        return FitSettings(
+            l2=float(self.l2),
+            prior=self._prior(),
+            max_rounds=int(self.max_rounds),
+            tol=float(self.tol),
+            beta_step_limit=float(self.beta_step_limit),
+            patience=int(self.patience),
+            theta_solver=solver_options.theta_solver(self.optimizer, self.optimizer_options),
+            prototype_solver=solver_options.prototype_solver(
+                self.optimizer, self.optimizer_options
+            ),
+            verbose=bool(self.verbose),
+        )
+
+    def fit(self, X, y=None, sample_weight=None, validation_sets=None, round_cap=None):
+        """Fits the model on training sets (see :meth:`PrototypeClassifier.fit`).
+
+        Args:
+            X: training sets, as :meth:`PrototypeClassifier.fit`.
+            y: labels, as :meth:`PrototypeClassifier.fit`.
+            sample_weight: per-set weights, as :meth:`PrototypeClassifier.fit`.
+            validation_sets: early stopping on given held-out sets, e.g. a cross-validation's
+                held-out fold: a labelled :class:`~dpp.sets.RaggedSets` in the raw feature
+                units, its ``[M, C]`` label rows in the columns of ``classes_`` (what a
+                ``subset`` of the labelled training sets gives). Their weighted log-likelihood
+                per set is recorded after every round (``fit_info_["early_stopping"]``), the
+                fit stops once ``patience`` rounds have not raised it, and the best round's
+                parameters are kept. Not with ``validation_fraction > 0``.
+            round_cap: a number of rounds chosen on held-out sets (what
+                :class:`DPPClassifierCV` passes): at most this many rounds, and a fit that
+                stops there is ``early_stopped``. At most ``max_rounds``.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: as :meth:`PrototypeClassifier.fit`; ``validation_sets`` that are not
+                labelled ``RaggedSets`` of the training sets' ``D`` and ``C``; a ``round_cap``
+                outside ``[0, max_rounds]``; either with early stopping.
+        """
+        if validation_sets is not None and not isinstance(validation_sets, RaggedSets):
+            raise ValueError(
+                "validation_sets must be a labelled RaggedSets (e.g. sets.subset(indices)), got "
+                f"{type(validation_sets).__name__}"
+            )
+        return self._fit(X, y, sample_weight, validation_sets=validation_sets, round_cap=round_cap)
+
+    def _fit_model(
+        self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None
+    ) -> FittedModel:
+        start = self._warm_model(sets)
+        if start is not None and np.ndim(start.log_beta) != int(bool(self.per_prototype_beta)):
+            start = None  # a shared beta cannot warm-start per-prototype ones, nor the reverse
+        centres = start.prototypes if start is not None else self._initial_centres(sets, seed)
+        if validation_sets is not None:
+            validation_sets = self._preprocessed(validation_sets)
+        return fit_dpp(
+            sets,
+            centres,
+            self.fit_settings(),
+            jax.random.key(seed),
+            mode=self.mode,
+            beta_scale=float(self.beta_scale),
+            per_prototype_beta=bool(self.per_prototype_beta),
+            validation_fraction=float(self.validation_fraction),
+            start=start,
+            devices=self.devices if self.devices == "all" else int(self.devices),
+            validation_sets=validation_sets,
+            round_cap=None if round_cap is None else int(round_cap),
+        )
