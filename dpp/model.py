@@ -36,7 +36,6 @@ from dpp.solvers.coordinate_ascent import (
     round_seconds,
     start_round_clock,
 )
-from dpp.solvers.minibatch import AdamSettings, batch_capacity
 from dpp.splits import holdout_split
 from dpp.units import IDENTITY, Normalizer
 
@@ -298,7 +297,7 @@ def fit_dpp(
     place, used_devices = functools.partial(_bucketed, settings=settings), 1
     mesh = None if devices == 1 else device_mesh(devices)
     if mesh is not None and mesh.size > 1:
-        if isinstance(settings.prototype_solver, AdamSettings):
+        if not settings.prototype_solver.full_batch:
             raise ValueError("devices > 1 needs a full-batch optimizer, not mini-batch adam")
         if train.members is None:
             place, used_devices = functools.partial(shard_sets, mesh=mesh), mesh.size
@@ -314,12 +313,9 @@ def fit_dpp(
     settings = dataclasses.replace(
         settings, prior=settings.prior.in_internal_units(normalizer.log_beta_offset())
     )
-    if isinstance(settings.prototype_solver, AdamSettings):
-        solver = dataclasses.replace(
-            settings.prototype_solver,
-            capacity=batch_capacity(train, settings.prototype_solver.batch_size),
-        )
-        settings = dataclasses.replace(settings, prototype_solver=solver)
+    settings = dataclasses.replace(
+        settings, prototype_solver=settings.prototype_solver.prepare(train)
+    )
     dtype = train.vectors.dtype
     if start is None:
         mu0 = jnp.asarray(centres, dtype=dtype)
@@ -462,9 +458,7 @@ def _bucketed(sets: RaggedSets, settings: FitSettings) -> RaggedSets:
     Mini-batch Adam samples sets, so it gets the sets as they are (padding would change the
     batches).
     """
-    if isinstance(settings.prototype_solver, AdamSettings):
-        return sets
-    return sets.bucketed()
+    return sets.bucketed() if settings.prototype_solver.full_batch else sets
 
 
 def _warm_start(start: FittedModel, normalizer: Normalizer, train: RaggedSets, per_prototype):

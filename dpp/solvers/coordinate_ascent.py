@@ -55,7 +55,7 @@ from dpp.sets import RaggedSets, sets_bucket
 from dpp.sharding import ShardedSets, sharded_codes
 from dpp.solvers import options
 from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
-from dpp.solvers.minibatch import AdamSettings, minimize_minibatch
+from dpp.solvers.minibatch import AdamSettings
 
 logger = logging.getLogger(__name__)
 
@@ -308,17 +308,15 @@ def _prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key
 def _minimise_objective(
     assemble, x0, sets: RaggedSets, settings: FitSettings, key
 ) -> MinimizeResult:
-    solver = settings.prototype_solver
-    if isinstance(solver, AdamSettings):
-        total_weight = jnp.sum(sets.weights)
+    """``-L`` minimised by the prototype solver: over all sets, or over mini-batches of them."""
 
-        def batch_loss(x, batch, scale):
-            return -_batch_objective(assemble(x), batch, scale, settings) / total_weight
+    def loss(x):
+        return -_scale(sets) * objective(assemble(x), sets, settings.l2, settings.prior)
 
-        return minimize_minibatch(batch_loss, x0, sets, solver, key)
-    scale = _scale(sets)
-    fun = lambda x: -scale * objective(assemble(x), sets, settings.l2, settings.prior)  # noqa: E731
-    return minimize(fun, x0, solver)
+    def batch_loss(x, batch, scale):
+        return -_batch_objective(assemble(x), batch, scale, settings) / jnp.sum(sets.weights)
+
+    return settings.prototype_solver.minimize_loss(loss, batch_loss, x0, sets, key)
 
 
 def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSettings):

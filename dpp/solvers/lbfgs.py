@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,6 +54,27 @@ class LBFGSSettings:
             raise ValueError("max_iter must be >= 1")
         if is_concrete(self.tol) and not self.tol >= 0:
             raise ValueError("tol must be >= 0")
+
+    #: Whether every step sees all sets (so the sets may be padded to buckets and sharded).
+    full_batch: ClassVar[bool] = True
+
+    def prepare(self, sets) -> LBFGSSettings:
+        """The settings for a fit on ``sets`` (nothing depends on them here)."""
+        del sets
+        return self
+
+    def minimize_loss(self, loss, batch_loss, x0, sets, key) -> MinimizeResult:
+        """Minimises ``loss(x)`` over all sets (``batch_loss``, ``sets`` and ``key`` unused).
+
+        Args:
+            loss: ``x -> scalar`` on all sets.
+            batch_loss: ``(x, batch, scale) -> scalar`` on a mini-batch (for :class:`AdamSettings`).
+            x0: starting point (a pytree).
+            sets: the training sets.
+            key: PRNG key.
+        """
+        del batch_loss, sets, key
+        return minimize(loss, x0, self)
 
 
 class MinimizeResult(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -46,6 +46,26 @@ class AdamSettings:
         bad_rate = is_concrete(self.learning_rate) and not self.learning_rate > 0
         if bad_rate or self.batch_size < 1 or self.epochs < 1:
             raise ValueError("Adam needs learning_rate > 0, batch_size >= 1 and epochs >= 1")
+
+    #: Steps see mini-batches of sets as they are (padding or sharding would change them).
+    full_batch: ClassVar[bool] = False
+
+    def prepare(self, sets: RaggedSets) -> AdamSettings:
+        """The settings for a fit on ``sets``: ``capacity`` from :func:`batch_capacity`."""
+        return dataclasses.replace(self, capacity=batch_capacity(sets, self.batch_size))
+
+    def minimize_loss(self, loss, batch_loss, x0, sets, key) -> MinimizeResult:
+        """Minimises ``batch_loss`` over mini-batches of ``sets`` (``loss`` unused).
+
+        Args:
+            loss: ``x -> scalar`` on all sets (for a full-batch solver).
+            batch_loss: ``(x, batch, scale) -> scalar`` on a mini-batch.
+            x0: starting point (a pytree).
+            sets: the training sets.
+            key: PRNG key of the batch order.
+        """
+        del loss
+        return minimize_minibatch(batch_loss, x0, sets, self, key)
 
 
 def batch_capacity(sets: RaggedSets, batch_size: int) -> int:
