@@ -107,9 +107,55 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
                 sets or with bad index arrays, an unknown ``scoring``, and the errors of the
                 estimator's ``fit``.
         """
-        base = DPPClassifier() if self.estimator is None else self.estimator
+        base, ks, by_round = self._checked()
+        sets, classes = labelled_sets(X, y, sample_weight)
+        seed = 0 if base.random_state is None else int(base.random_state)
+        folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
+        search = _Search(base, sets, folds, self.scoring, by_round)
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
-        if not l2s or l2s[-1] < 0:
+        for k in ks:
+            search.cross_validate(k, l2s, warm=True)
+        mean = {key: float(v.mean()) for key, v in search.scores.items()}
+        # best score; ties go to the stronger l2, then the fewer prototypes
+        best_k = max(mean, key=lambda c: (mean[c], c[1], -c[0]))[0]
+
+        def score_new(l2: float) -> float:
+            # weaker than the path: continue each fold's path; stronger: a fresh fit
+            weakest = min(v for k, v in search.scores if k == best_k)
+            search.cross_validate(best_k, [l2], warm=l2 < weakest)
+            return float(search.scores[best_k, l2].mean())
+
+        path = [v for k, v in search.scores if k == best_k]
+        choice = choose_on_path(
+            path, [mean[best_k, v] for v in path], score_new, int(self.max_extensions)
+        )
+        best_key = self._set_results(search, len(folds))
+        self.best_position_ = choice.position  # the best is best_k's: only its path grew
+        self.l2s_added_ = list(choice.added)
+        self.prior_score_ = float(
+            np.mean([_prior_score(part, held, self.scoring) for part, held in search.parts])
+        )
+        self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
+        self.best_rounds_ = search.rounds[best_key] if by_round else None
+        self.best_estimator_ = clone(base).set_params(**self.best_params_)
+        if by_round:
+            self.best_estimator_.fit(sets, round_cap=self.best_rounds_)
+        else:
+            self.best_estimator_.fit(sets)
+        self.best_estimator_.classes_ = classes
+        self.classes_ = classes
+        self.n_features_in_ = self.best_estimator_.n_features_in_
+        return self
+
+    def _checked(self) -> tuple[PrototypeClassifier, list[int], bool]:
+        """``(estimator to tune, K values, whether rounds are chosen)``, every setting checked.
+
+        Raises:
+            ValueError: naming the setting (see :meth:`fit`).
+        """
+        base = DPPClassifier() if self.estimator is None else self.estimator
+        l2s = [float(v) for v in self.l2s]
+        if not l2s or min(l2s) < 0:
             raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
         ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
         for k in ks:
@@ -125,74 +171,12 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             )
         if by_round:
             base = clone(base).set_params(validation_fraction=0.0)  # the folds hold out instead
-        sets, classes = labelled_sets(X, y, sample_weight)
-        seed = 0 if base.random_state is None else int(base.random_state)
-        folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
-        weights = np.asarray(sets.weights, np.float64)
-        parts = [
-            (sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx)))
-            for fit_idx, val_idx in folds
-        ]
-        shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
-        fold_scores: dict[tuple[int, float], np.ndarray] = {}
-        rounds: dict[tuple[int, float], int] = {}
-        seconds: dict[tuple[int, float], float] = {}
-        last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2 fitted
+        return base, ks, by_round
 
-        def cross_validate(k: int, path: list[float], warm: bool) -> None:
-            """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold."""
-            by_fold = []
-            for f, (part, held) in enumerate(parts):
-                est = last.get((f, k)) if warm and not by_round else None
-                if est is None:
-                    est = clone(base).set_params(n_prototypes=k, warm_start=not by_round)
-                for l2 in path:
-                    t0 = time.perf_counter()
-                    est.set_params(l2=float(l2 * shrink[f]))
-                    key = (k, l2)
-                    if by_round:
-                        est.fit(part, validation_sets=held)
-                        by_fold.append((key, f, _scores_by_round(est)))
-                    else:
-                        est.fit(part)
-                        fold_scores.setdefault(key, np.zeros(len(parts)))[f] = _validation_score(
-                            est, held, self.scoring
-                        )
-                    seconds[key] = seconds.get(key, 0.0) + (time.perf_counter() - t0) / len(parts)
-                if warm or (f, k) not in last:
-                    last[f, k] = est
-            for key in dict.fromkeys(key for key, _, _ in by_fold):
-                per_round = np.stack([v for c, _, v in by_fold if c == key])  # [folds, R]
-                best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
-                fold_scores[key], rounds[key] = per_round[:, best], best
-            for key in ((k, v) for v in path):
-                logger.info(
-                    "K=%d l2=%.3g: validation %s %s%s",
-                    key[0],
-                    key[1],
-                    self.scoring,
-                    np.round(fold_scores[key], 4).tolist(),
-                    f" at round {rounds[key]}" if key in rounds else "",
-                )
-
-        for k in ks:
-            cross_validate(k, l2s, warm=True)
-        mean = {key: float(v.mean()) for key, v in fold_scores.items()}
-        # best score; ties go to the stronger l2, then the fewer prototypes
-        best_k = max(mean, key=lambda c: (mean[c], c[1], -c[0]))[0]
-
-        def score_new(l2: float) -> float:
-            # weaker than the path: continue each fold's path; stronger: a fresh fit
-            weakest = min(v for k, v in fold_scores if k == best_k)
-            cross_validate(best_k, [l2], warm=l2 < weakest)
-            return float(fold_scores[best_k, l2].mean())
-
-        path = [v for k, v in fold_scores if k == best_k]
-        choice = choose_on_path(
-            path, [mean[best_k, v] for v in path], score_new, int(self.max_extensions)
-        )
-        candidates = list(fold_scores)
-        scores = np.stack([fold_scores[c] for c in candidates])
+    def _set_results(self, search: _Search, num_folds: int) -> tuple[int, float]:
+        """Sets ``cv_results_`` (scikit-learn's layout) and the best; returns its ``(K, l2)``."""
+        candidates = list(search.scores)
+        scores = np.stack([search.scores[c] for c in candidates])
         mean = scores.mean(axis=1)
         best = max(
             range(len(candidates)), key=lambda i: (mean[i], candidates[i][1], -candidates[i][0])
@@ -206,30 +190,19 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             "param_l2": np.array([l2 for _, l2 in candidates]),
             "mean_test_score": mean,
             "std_test_score": scores.std(axis=1),
-            **{f"split{f}_test_score": scores[:, f] for f in range(len(folds))},
+            **{f"split{f}_test_score": scores[:, f] for f in range(num_folds)},
             "rank_test_score": rank,
-            "mean_fit_time": np.array([seconds[c] for c in candidates]),
-            **({"rounds": np.array([rounds[c] for c in candidates])} if by_round else {}),
+            "mean_fit_time": np.array([search.seconds[c] for c in candidates]),
+            **(
+                {"rounds": np.array([search.rounds[c] for c in candidates])}
+                if search.by_round
+                else {}
+            ),
         }
         self.best_params_ = dict(self.cv_results_["params"][best])
         self.best_score_ = float(mean[best])
         self.best_index_ = int(best)
-        self.best_position_ = choice.position  # the best is best_k's: only its path grew
-        self.l2s_added_ = list(choice.added)
-        self.prior_score_ = float(
-            np.mean([_prior_score(part, held, self.scoring) for part, held in parts])
-        )
-        self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
-        self.best_rounds_ = rounds[candidates[best]] if by_round else None
-        self.best_estimator_ = clone(base).set_params(**self.best_params_)
-        if by_round:
-            self.best_estimator_.fit(sets, round_cap=self.best_rounds_)
-        else:
-            self.best_estimator_.fit(sets)
-        self.best_estimator_.classes_ = classes
-        self.classes_ = classes
-        self.n_features_in_ = self.best_estimator_.n_features_in_
-        return self
+        return candidates[best]
 
     def __getattr__(self, name):
         # fitted attributes of the refitted estimator (prototypes_, beta_, theta_, model_, ...)
@@ -266,6 +239,72 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self._best().save(path)
 
 
+class _Search:
+    """The folds' fits of a :class:`DPPClassifierCV`, and their scores per ``(K, l2)``.
+
+    Attributes:
+        parts: ``(fitted part, held-out fold)`` per fold.
+        scores: ``(K, l2) -> [folds]`` validation scores (at the best round with ``by_round``).
+        rounds: ``(K, l2) -> `` the best round (``by_round`` only).
+        seconds: ``(K, l2) ->`` mean fit seconds per fold.
+    """
+
+    def __init__(self, base, sets: RaggedSets, folds, scoring: str, by_round: bool):
+        self.base, self.scoring, self.by_round = base, scoring, by_round
+        weights = np.asarray(sets.weights, np.float64)
+        self.parts = [
+            (sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx)))
+            for fit_idx, val_idx in folds
+        ]
+        # a grid value means the same strength on every fit: l2 times the part's weight share
+        self.shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
+        self.scores: dict[tuple[int, float], np.ndarray] = {}
+        self.rounds: dict[tuple[int, float], int] = {}
+        self.seconds: dict[tuple[int, float], float] = {}
+        self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
+
+    def cross_validate(self, k: int, path: list[float], warm: bool) -> None:
+        """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold.
+
+        With ``warm`` (and without ``by_round``), each fold continues its path from the weakest
+        ``l2`` fitted so far.
+        """
+        by_fold = []
+        for f, (part, held) in enumerate(self.parts):
+            est = self.last.get((f, k)) if warm and not self.by_round else None
+            if est is None:
+                est = clone(self.base).set_params(n_prototypes=k, warm_start=not self.by_round)
+            for l2 in path:
+                t0 = time.perf_counter()
+                est.set_params(l2=float(l2 * self.shrink[f]))
+                if self.by_round:
+                    est.fit(part, validation_sets=held)
+                    by_fold.append(((k, l2), _scores_by_round(est)))
+                else:
+                    est.fit(part)
+                    score = weighted_score(
+                        est.predict_log_proba(held), held.labels, held.weights, self.scoring
+                    )
+                    self.scores.setdefault((k, l2), np.zeros(len(self.parts)))[f] = score
+                elapsed = (time.perf_counter() - t0) / len(self.parts)
+                self.seconds[k, l2] = self.seconds.get((k, l2), 0.0) + elapsed
+            if warm or (f, k) not in self.last:
+                self.last[f, k] = est
+        for key in dict.fromkeys(key for key, _ in by_fold):
+            per_round = np.stack([v for c, v in by_fold if c == key])  # [folds, R]
+            best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
+            self.scores[key], self.rounds[key] = per_round[:, best], best
+        for l2 in path:
+            logger.info(
+                "K=%d l2=%.3g: validation %s %s%s",
+                k,
+                l2,
+                self.scoring,
+                np.round(self.scores[k, l2], 4).tolist(),
+                f" at round {self.rounds[k, l2]}" if (k, l2) in self.rounds else "",
+            )
+
+
 def _scores_by_round(estimator: DPPClassifier) -> np.ndarray:
     """``[max_rounds + 1]`` validation log-likelihood per set after each round.
 
@@ -283,12 +322,7 @@ def _scores_by_round(estimator: DPPClassifier) -> np.ndarray:
     return scores
 
 
-def _validation_score(estimator, sets: RaggedSets, scoring: str) -> float:
-    """Weighted mean over ``sets`` of the log-likelihood per set (nats) or of the accuracy."""
-    return weighted_score(estimator.predict_log_proba(sets), sets.labels, sets.weights, scoring)
-
-
 def _prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
     """The validation score on ``held`` of :class:`ClassPriorClassifier` fitted on ``part``."""
     prior = ClassPriorClassifier(standardize=False).fit(part)
-    return _validation_score(prior, held, scoring)
+    return weighted_score(prior.predict_log_proba(held), held.labels, held.weights, scoring)
