@@ -294,51 +294,15 @@ def fit_dpp(
     if centres.ndim != 2 or centres.shape[1] != train.dim:
         raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
     _check_held_out(train, settings, validation_fraction, validation_sets, round_cap)
-    place, used_devices = functools.partial(_bucketed, settings=settings), 1
-    mesh = None if devices == 1 else device_mesh(devices)
-    if mesh is not None and mesh.size > 1:
-        if not settings.prototype_solver.full_batch:
-            raise ValueError("devices > 1 needs a full-batch optimizer, not mini-batch adam")
-        if train.members is None:
-            place, used_devices = functools.partial(shard_sets, mesh=mesh), mesh.size
-        else:
-            logger.warning(
-                "devices=%s: shared-pool sets (overlapping windows) cannot be split by set; "
-                "the fit runs on one device",
-                devices,
-            )
-    normalizer = Normalizer.fit(np.asarray(train.vectors))
-    train = normalizer.sets(train)
-    centres = normalizer.vectors(centres)
-    settings = dataclasses.replace(
-        settings, prior=settings.prior.in_internal_units(normalizer.log_beta_offset())
+    place, used_devices = _placement(train, settings, devices)
+    normalizer, train, settings, params0 = _internal_start(
+        train, centres, settings, start, beta_scale, per_prototype_beta
     )
-    settings = dataclasses.replace(
-        settings, prototype_solver=settings.prototype_solver.prepare(train)
-    )
-    dtype = train.vectors.dtype
-    if start is None:
-        mu0 = jnp.asarray(centres, dtype=dtype)
-        log_beta0 = init_log_beta(
-            np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
-        )
-        theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
-    else:
-        mu0, log_beta0, theta0 = _warm_start(start, normalizer, train, per_prototype_beta)
-    params0 = Params(mu0, log_beta0, theta0)
     t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
-    early, cap, skipped = None, None, None
-    held_out = int(np.ceil(validation_fraction * train.num_sets))
-    if validation_fraction > 0 and held_out < MIN_VALIDATION_SETS:
-        skipped = (
-            f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
-            "stopping by tol"
-        )
-        logger.info("%s", skipped)
-    elif validation_fraction > 0:
-        early = _early_stopping(solve, params0, train, settings, key, validation_fraction, place)
-        cap = jnp.int32(early["best_round"])
+    early, cap, skipped = _validation_fraction_cap(
+        solve, params0, train, settings, key, validation_fraction, place
+    )
     if round_cap is not None:
         cap = jnp.int32(round_cap)
     validation = None
@@ -361,7 +325,7 @@ def fit_dpp(
     seconds = time.perf_counter() - t0
     return finish_fit(
         result,
-        log_beta0,
+        params0.log_beta,
         train.vectors,
         normalizer,
         mode,
@@ -371,6 +335,82 @@ def fit_dpp(
         skipped=skipped,
         per_round=round_seconds(clock),
     )
+
+
+def _placement(train: RaggedSets, settings: FitSettings, devices) -> tuple:
+    """``(place, devices used)``: how the sets go to the device(s) (:func:`fit_dpp`'s first phase).
+
+    One device: padded to their size bucket (:func:`_bucketed`); a mesh of several: split by set
+    (:func:`dpp.sharding.shard_sets`), unless the sets share a pool of vectors (a warning).
+
+    Raises:
+        ValueError: several devices with a mini-batch solver.
+    """
+    place, used_devices = functools.partial(_bucketed, settings=settings), 1
+    mesh = None if devices == 1 else device_mesh(devices)
+    if mesh is not None and mesh.size > 1:
+        if not settings.prototype_solver.full_batch:
+            raise ValueError("devices > 1 needs a full-batch optimizer, not mini-batch adam")
+        if train.members is None:
+            place, used_devices = functools.partial(shard_sets, mesh=mesh), mesh.size
+        else:
+            logger.warning(
+                "devices=%s: shared-pool sets (overlapping windows) cannot be split by set; "
+                "the fit runs on one device",
+                devices,
+            )
+    return place, used_devices
+
+
+def _internal_start(train, centres, settings, start, beta_scale, per_prototype_beta):
+    """``(normalizer, train, settings, params0)`` in internal units (:mod:`dpp.units`).
+
+    The sets, the prior on ``beta`` and the solver settings moved into the internal units, and
+    the starting parameters: the centres, the ``beta`` heuristic and ``Theta = 0``, or a warm
+    ``start``'s parameters.
+    """
+    normalizer = Normalizer.fit(np.asarray(train.vectors))
+    train = normalizer.sets(train)
+    centres = normalizer.vectors(centres)
+    settings = dataclasses.replace(
+        settings,
+        prior=settings.prior.in_internal_units(normalizer.log_beta_offset()),
+        prototype_solver=settings.prototype_solver.prepare(train),
+    )
+    dtype = train.vectors.dtype
+    if start is not None:
+        return (
+            normalizer,
+            train,
+            settings,
+            Params(*_warm_start(start, normalizer, train, per_prototype_beta)),
+        )
+    mu0 = jnp.asarray(centres, dtype=dtype)
+    log_beta0 = init_log_beta(
+        np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
+    )
+    theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
+    return normalizer, train, settings, Params(mu0, log_beta0, theta0)
+
+
+def _validation_fraction_cap(solve, params0, train, settings, key, fraction, place):
+    """``(early, cap, skipped)`` of early stopping on a held-out ``fraction`` of the sets.
+
+    ``early`` is the record of :func:`_early_stopping` and ``cap`` its best round (``None``
+    without early stopping); ``skipped`` says why it was skipped (too few validation sets).
+    """
+    held_out = int(np.ceil(fraction * train.num_sets))
+    if fraction > 0 and held_out < MIN_VALIDATION_SETS:
+        skipped = (
+            f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
+            "stopping by tol"
+        )
+        logger.info("%s", skipped)
+        return None, None, skipped
+    if fraction > 0:
+        early = _early_stopping(solve, params0, train, settings, key, fraction, place)
+        return early, jnp.int32(early["best_round"]), None
+    return None, None, None
 
 
 def finish_fit(
