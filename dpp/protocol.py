@@ -191,14 +191,7 @@ def run_trial(
             (naming the method and the trial).
     """
     seed = settings.seed + trial
-    split_cfg = settings.split
-    labels = np.asarray(dataset.sets.labels)
-    train_idx, test_idx = split_indices(labels, seed=seed, positions=dataset.positions, **split_cfg)
-    groups, split_info = None, {}
-    if split_cfg["kind"] == "spatial_blocks":
-        groups = block_ids(dataset.positions[train_idx], split_cfg["block_size"])
-        split_info = _class_counts(labels, train_idx, test_idx, dataset.class_names)
-        split_info["train_blocks"] = int(np.unique(groups).size)
+    train_idx, test_idx, groups, split_info = _split(settings, dataset, seed)
     train_raw, test_raw = dataset.sets.subset(train_idx), dataset.sets.subset(test_idx)
     fit_vectors = train_raw.vectors
     if dataset.anchors is not None:  # e.g. the training pixels' own spectra, not their windows
@@ -211,22 +204,14 @@ def run_trial(
     primary = next(iter(settings.methods.values()))
     _check_prototypes(settings, train, trial)
     centres = _kmeans_cache(train, seed, primary)
-    kind = settings.l2_selection["kind"]
     folds_groups = groups if settings.l2_selection["group_folds"] else None
-    shared_l2, l2_info = None, {}
-    if kind == "cv":
-        shared_l2, l2_info = _shared_l2(settings, train_raw, units, centres, seed, folds_groups)
+    shared_l2, shared_info = None, {}
+    if settings.l2_selection["kind"] == "cv":
+        shared_l2, shared_info = _shared_l2(settings, train_raw, units, centres, seed, folds_groups)
     validation = {}
     if settings.validation["metric"] in ("validation_log_likelihood", "validation_accuracy"):
         estimator, fraction = _prepared(primary, seed, prefit), settings.validation["fraction"]
         validation = _held_out_scores(estimator, train_raw, seed, fraction, trial)
-        logger.info(
-            "trial %d validation (%d of the training sets held out): accuracy %.2f%%  log-lik %.4f",
-            trial,
-            validation["validation_sets"],
-            100 * validation["validation_accuracy"],
-            validation["validation_log_likelihood"],
-        )
     records, models, estimators = [], {}, {}
     for index, (name, template) in enumerate(settings.methods.items()):
         estimator = _prepared(template, seed, prefit)
@@ -237,60 +222,104 @@ def run_trial(
             estimator.set_params(init=init)
         if shared_l2 is not None and "l2" in params:
             estimator.set_params(l2=shared_l2)
-        by_dpp_cv = kind == "dpp_cv" and _tuned_by_dpp_cv(estimator)
         t0 = time.perf_counter()
         try:
-            if by_dpp_cv:
-                estimator.set_params(init="k-means")  # every fold and K runs its own k-means
-                estimator, l2_info = _fit_by_cv(estimator, train_raw, settings, folds_groups)
-            elif folds_groups is not None and "groups" in signature(estimator.fit).parameters:
-                estimator.fit(train_raw, groups=folds_groups)  # its own CV keeps blocks whole
-            else:
-                estimator.fit(train_raw)
+            estimator, l2_info = _fit(estimator, train_raw, settings, folds_groups)
         except NonFiniteResultError as err:
             raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
-        model = getattr(estimator, "model_", None)  # the prototype methods' FittedModel
-        if model is not None:
-            jax.block_until_ready(model.theta)
+        if getattr(estimator, "model_", None) is not None:  # the prototype methods'
+            jax.block_until_ready(estimator.model_.theta)
         fit_seconds = time.perf_counter() - t0
-        metrics = _evaluate_finite(estimator, test_raw, "test", name, trial)
-        train_metrics = _evaluate_finite(estimator, train_raw, "training", name, trial)
-        info = estimator.fit_info_
-        history = [float(v) for v in getattr(estimator, "history_", ())]
-        status = info.get("status")
-        shares_l2 = "l2" in params and kind != "fixed"
+        if shared_l2 is not None and "l2" in params:
+            l2_info = shared_info
         record = {
             "trial": trial,
             "seed": seed,
             "method": name,
-            **metrics,
-            "train_accuracy": train_metrics["accuracy"],
+            **_evaluate_finite(estimator, test_raw, "test", name, trial),
+            "train_accuracy": _evaluate_finite(estimator, train_raw, "training", name, trial)[
+                "accuracy"
+            ],
             "fit_seconds": fit_seconds,
             "kmeans_seconds": kmeans_seconds,
-            **({"K": int(estimator.n_prototypes)} if "n_prototypes" in params else {}),
-            **({"l2": float(estimator.l2)} if "l2" in params else {}),
-            **({"C": float(info["C"]), "C_position": info["C_position"]} if "C" in info else {}),
-            **(l2_info if shares_l2 or by_dpp_cv else {}),
+            **_method_fields(estimator, params, l2_info),
             **(validation if index == 0 else {}),
-            **({"cv_score": max(l2_info["l2_cv_scores"])} if by_dpp_cv else {}),
             "num_train": train_raw.num_sets,
             "num_test": test_raw.num_sets,
             **({"split": split_info} if split_info else {}),
-            "final_objective": history[-1] if history else None,
-            "objective_history": history,
-            **({"fit_status": status} if status is not None else {}),
-            "info": info,
+            **_fit_fields(estimator),
         }
         records.append(record)
         estimators[name] = estimator
-        if model is not None:
-            models[name] = model
+        if getattr(estimator, "model_", None) is not None:  # the prototype methods'
+            models[name] = estimator.model_
         logger.info("%s", summary_line(record))
         if on_record is not None:
             on_record(record)
     test = test_raw if units is None else units.sets(test_raw)
-    done = Trial(train, test, models, estimators, units, train_idx, test_idx, split_cfg)
+    done = Trial(train, test, models, estimators, units, train_idx, test_idx, settings.split)
     return records, done
+
+
+def _split(settings: TrialSettings, dataset: Dataset, seed: int):
+    """``(train_idx, test_idx, groups, split_info)`` of a trial's split.
+
+    With a ``spatial_blocks`` split, ``groups`` are the training sets' blocks (the selection's
+    folds keep them whole) and ``split_info`` the per-class counts; otherwise ``None`` and
+    ``{}``.
+    """
+    split_cfg = settings.split
+    labels = np.asarray(dataset.sets.labels)
+    train_idx, test_idx = split_indices(labels, seed=seed, positions=dataset.positions, **split_cfg)
+    if split_cfg["kind"] != "spatial_blocks":
+        return train_idx, test_idx, None, {}
+    groups = block_ids(dataset.positions[train_idx], split_cfg["block_size"])
+    split_info = _class_counts(labels, train_idx, test_idx, dataset.class_names)
+    split_info["train_blocks"] = int(np.unique(groups).size)
+    return train_idx, test_idx, groups, split_info
+
+
+def _fit(estimator, train: RaggedSets, settings: TrialSettings, groups) -> tuple[object, dict]:
+    """Fits one method on the training sets: ``(fitted estimator, its selection's record)``.
+
+    With ``l2_selection.kind=dpp_cv`` the prototype methods with centres are
+    :class:`~dpp.estimators.DPPClassifierCV`'s refitted best; the others fit themselves (with
+    ``groups`` when their own selection takes them). The record is ``{}`` where the method
+    made no choice of ``l2`` here.
+    """
+    if settings.l2_selection["kind"] == "dpp_cv" and _tuned_by_dpp_cv(estimator):
+        estimator.set_params(init="k-means")  # every fold and K runs its own k-means
+        estimator, info = _fit_by_cv(estimator, train, settings, groups)
+        return estimator, {**info, "cv_score": max(info["l2_cv_scores"])}
+    if groups is not None and "groups" in signature(estimator.fit).parameters:
+        estimator.fit(train, groups=groups)  # its own CV keeps the blocks whole
+    else:
+        estimator.fit(train)
+    return estimator, {}
+
+
+def _method_fields(estimator, params: dict, l2_info: dict) -> dict:
+    """The record's ``K``, ``l2``, ``C`` (the pooled baselines') and the selection's account."""
+    info = estimator.fit_info_
+    return {
+        **({"K": int(estimator.n_prototypes)} if "n_prototypes" in params else {}),
+        **({"l2": float(estimator.l2)} if "l2" in params else {}),
+        **({"C": float(info["C"]), "C_position": info["C_position"]} if "C" in info else {}),
+        **l2_info,
+    }
+
+
+def _fit_fields(estimator) -> dict:
+    """The record's objective history, final objective, status and the fit's ``info``."""
+    info = estimator.fit_info_
+    history = [float(v) for v in getattr(estimator, "history_", ())]
+    status = info.get("status")
+    return {
+        "final_objective": history[-1] if history else None,
+        "objective_history": history,
+        **({"fit_status": status} if status is not None else {}),
+        "info": info,
+    }
 
 
 def summary_line(record: dict) -> str:
@@ -337,6 +366,13 @@ def _held_out_scores(estimator, train: RaggedSets, seed: int, fraction: float, t
     estimator.fit(train.subset(fit_idx))
     name = estimator.method
     metrics = _evaluate_finite(estimator, held_out, "validation", name, trial)
+    logger.info(
+        "trial %d validation (%d of the training sets held out): accuracy %.2f%%  log-lik %.4f",
+        trial,
+        len(held_idx),
+        100 * metrics["accuracy"],
+        metrics["test_log_likelihood"],
+    )
     return {
         "validation_log_likelihood": metrics["test_log_likelihood"],
         "validation_accuracy": metrics["accuracy"],
