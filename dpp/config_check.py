@@ -114,6 +114,18 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         raise ConfigError(
             f"{', '.join(missing)} must be set (e.g. python experiments/run.py {missing[0]}=...)"
         )
+    for check in (_run_keys, _optimizer, _selection, _validation, _dataset, _tracking):
+        check(cfg)
+    for i, name in enumerate(_get(cfg, "figures") or []):
+        if name not in figures:
+            raise ConfigError(f"figures[{i}] must be one of {', '.join(figures)}; got {name!r}")
+    for i, name in enumerate(_get(cfg, "reports") or []):
+        if name not in reports:
+            raise ConfigError(f"reports[{i}] must be one of {', '.join(reports)}; got {name!r}")
+
+
+def _run_keys(cfg: DictConfig) -> None:
+    """``seed``, ``trials``, ``verbose``, ``devices``, ``resume`` and the method configs."""
     int_at_least(cfg, "seed", 0)
     int_at_least(cfg, "trials", 1)
     boolean(cfg, "verbose")
@@ -123,6 +135,10 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
     _method(cfg, "model")
     for name in _get(cfg, "baselines") or {}:
         _method(cfg, f"baselines.{name}")
+
+
+def _optimizer(cfg: DictConfig) -> None:
+    """The ``optimizer`` group (through :func:`dpp.solvers.options.optimizer_options` too)."""
     opt = choice(cfg, "optimizer.name", OPTIMIZERS)
     if opt == "adam" and _get(cfg, "devices") != 1:
         raise ConfigError(
@@ -144,6 +160,10 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         optimizer_options(options.pop("name"), options)
     except ValueError as err:
         raise ConfigError(f"optimizer: {err}") from None
+
+
+def _selection(cfg: DictConfig) -> None:
+    """``kmeans`` and ``l2_selection``."""
     int_at_least(cfg, "kmeans.n_init", 1)
     int_at_least(cfg, "kmeans.max_iter", 1)
     choice(cfg, "l2_selection.kind", L2_SELECTION_KINDS)
@@ -164,6 +184,10 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         for i in range(len(ks)):
             int_at_least(cfg, f"l2_selection.n_prototypes_grid[{i}]", 1)
     boolean(cfg, "l2_selection.group_folds")
+
+
+def _validation(cfg: DictConfig) -> None:
+    """``validation.metric`` and ``validation.fraction``."""
     if _get(cfg, "validation.metric") is not None:
         metric = choice(cfg, "validation.metric", VALIDATION_METRICS)
         if metric == "cv_score" and cfg.l2_selection.kind != "dpp_cv":
@@ -172,6 +196,10 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
                 f"got l2_selection.kind={cfg.l2_selection.kind}"
             )
     number(cfg, "validation.fraction", low=0, high=1, low_open=True, high_open=True)
+
+
+def _dataset(cfg: DictConfig) -> None:
+    """The ``dataset`` group's split and preprocessing."""
     split = choice(cfg, "dataset.split.kind", SPLIT_KINDS)
     if split == "spatial_blocks":
         int_at_least(cfg, "dataset.split.train_per_class", 1)
@@ -186,6 +214,10 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
     boolean(cfg, "dataset.standardize")
     if _get(cfg, "dataset.pca_components") is not None:
         int_at_least(cfg, "dataset.pca_components", 1)
+
+
+def _tracking(cfg: DictConfig) -> None:
+    """The optional ``tracking`` group (MLflow must be importable)."""
     if cfg.get("tracking") is not None:
         choice(cfg, "tracking.kind", ("mlflow",))
         if importlib.util.find_spec("mlflow") is None:  # refused before the run folder is written
@@ -193,9 +225,3 @@ def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
         for key in ("tracking.uri", "tracking.experiment"):
             if not isinstance(_get(cfg, key), str) or not _get(cfg, key):
                 raise ConfigError(f"{key} must be a non-empty string, got {_get(cfg, key)!r}")
-    for i, name in enumerate(_get(cfg, "figures") or []):
-        if name not in figures:
-            raise ConfigError(f"figures[{i}] must be one of {', '.join(figures)}; got {name!r}")
-    for i, name in enumerate(_get(cfg, "reports") or []):
-        if name not in reports:
-            raise ConfigError(f"reports[{i}] must be one of {', '.join(reports)}; got {name!r}")
