@@ -410,94 +410,19 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     if accepted.resumed:
         check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
     enable_persistent_cache(cfg.get("compilation_cache"))
-    settings = trial_settings(cfg)
     methods = method_configs(cfg)
     records = _kept_records(out, cfg, methods, accepted.previous)
-    done_trials = sorted({r["trial"] for r in records})
     run_folder.record(out, accepted, launch)
     tracker = tracking.start(cfg, out)
     for note in accepted.notes:
         logger.info("resuming %s: %s", out, note)
-    trial_figures, skipped_figures = _trial_figures(cfg, methods)
     start = time.perf_counter()
-    header = {
-        "experiment": cfg.name,
-        "dataset": cfg.dataset.name,
-        "methods": list(methods),
-        "num_trials": cfg.trials,
-        **process_identity(),
-    }
-    if done_trials:
-        header["resumed_trials"] = done_trials
-        logger.info("resuming %s: trials %s already finished", out, done_trials)
-    if skipped_figures:
-        header["skipped_figures"] = skipped_figures
+    header = _header(cfg, methods, records, out)
     with Heartbeat(out), _signals_interrupt(), _fit_warnings_logged():
         try:
             write_results(out, header, records, "running", warnings=run_warnings(records))
-            # a partial, called here, so that the loader's own errors reach the user unwrapped
-            dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
-            header["data_seconds"] = time.perf_counter() - start
-            header["dataset_info"] = dataset.info
-            _check_dataset(dataset, cfg)
-            logger.info(
-                "dataset %s: %d sets, %d classes (%.1f s)",
-                dataset.name,
-                dataset.sets.num_sets,
-                dataset.sets.num_classes,
-                header["data_seconds"],
-            )
-            bar = tqdm(
-                total=cfg.trials, initial=len(done_trials), desc=str(cfg.name), unit="trial",
-                disable=None,
-            )  # fmt: skip
-            with bar, logging_redirect_tqdm():
-                for trial in range(cfg.trials):
-                    if trial in done_trials:
-                        continue
-
-                    def keep(record):
-                        records.append(record)
-                        write_results(
-                            out, header, records, "running", warnings=run_warnings(records)
-                        )
-                        if tracker is not None:
-                            tracker.log_record(record)
-
-                    _, done = run_trial(settings, dataset, trial, on_record=keep)
-                    bar.update()
-                    if trial == 0:
-                        save_models(out / "models", done, dataset.class_names)
-                        for name in trial_figures:
-                            TRIAL_FIGURES[name](out, done, dataset)
-            records.sort(key=lambda r: (r["trial"], list(methods).index(r["method"])))
-            metric = settings.validation["metric"]
-            if metric is not None:
-                header["validation"] = {
-                    "metric": metric,
-                    "value": validation_value(records, metric),
-                    **(
-                        {"fraction": settings.validation["fraction"]}
-                        if metric != "cv_score"
-                        else {}
-                    ),
-                }
-                value = header["validation"]["value"]
-                logger.info("%s = %.6g (the value returned to a sweeper)", metric, value)
-            for name in cfg.figures:
-                if name in RUN_FIGURES:
-                    RUN_FIGURES[name](out, records, name)
-            results = write_results(
-                out,
-                header,
-                records,
-                "complete",
-                warnings=run_warnings(records),
-                wall_seconds=time.perf_counter() - start,
-            )
-            for name in cfg.reports:
-                filename, build = REPORTS[name]
-                (out / filename).write_text(build(results))
+            _run_trials(cfg, out, header, records, tracker, start)
+            results = _complete(cfg, out, header, records, start)
             if tracker is not None:
                 tracker.finish(results)
         except BaseException as err:
@@ -519,4 +444,101 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     for warning in results["warnings"]:
         logger.warning("%s", warning)
     logger.info("results in %s", out)
+    return results
+
+
+def _header(cfg: DictConfig, methods, records: list[dict], out: Path) -> dict:
+    """The head of ``results.json``: what runs, the process, resumed trials, skipped figures."""
+    header = {
+        "experiment": cfg.name,
+        "dataset": cfg.dataset.name,
+        "methods": list(methods),
+        "num_trials": cfg.trials,
+        **process_identity(),
+    }
+    done_trials = sorted({r["trial"] for r in records})
+    if done_trials:
+        header["resumed_trials"] = done_trials
+        logger.info("resuming %s: trials %s already finished", out, done_trials)
+    _, skipped_figures = _trial_figures(cfg, methods)
+    if skipped_figures:
+        header["skipped_figures"] = skipped_figures
+    return header
+
+
+def _run_trials(cfg: DictConfig, out: Path, header: dict, records: list, tracker, start) -> None:
+    """Loads the dataset and runs every trial not yet finished, keeping each record at once.
+
+    ``records`` grows in place and ``results.json`` is rewritten after every fit; trial 0 then
+    writes its models and figures.
+    """
+    settings = trial_settings(cfg)
+    methods = method_configs(cfg)
+    trial_figures, _ = _trial_figures(cfg, methods, quiet=True)
+    done_trials = set(header.get("resumed_trials", ()))
+    # a partial, called here, so that the loader's own errors reach the user unwrapped
+    dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
+    header["data_seconds"] = time.perf_counter() - start
+    header["dataset_info"] = dataset.info
+    _check_dataset(dataset, cfg)
+    logger.info(
+        "dataset %s: %d sets, %d classes (%.1f s)",
+        dataset.name,
+        dataset.sets.num_sets,
+        dataset.sets.num_classes,
+        header["data_seconds"],
+    )
+
+    def keep(record):
+        records.append(record)
+        write_results(out, header, records, "running", warnings=run_warnings(records))
+        if tracker is not None:
+            tracker.log_record(record)
+
+    bar = tqdm(
+        total=cfg.trials, initial=len(done_trials), desc=str(cfg.name), unit="trial", disable=None
+    )
+    with bar, logging_redirect_tqdm():
+        for trial in range(cfg.trials):
+            if trial in done_trials:
+                continue
+            _, done = run_trial(settings, dataset, trial, on_record=keep)
+            bar.update()
+            if trial == 0:
+                save_models(out / "models", done, dataset.class_names)
+                for name in trial_figures:
+                    TRIAL_FIGURES[name](out, done, dataset)
+
+
+def _complete(cfg: DictConfig, out: Path, header: dict, records: list, start) -> dict:
+    """Writes ``results.json`` with status ``complete`` and returns it.
+
+    The records are sorted, the sweep's metric added, and the run figures and reports drawn.
+    """
+    methods = list(method_configs(cfg))
+    records.sort(key=lambda r: (r["trial"], methods.index(r["method"])))
+    metric = cfg.validation.metric
+    if metric is not None:
+        header["validation"] = {
+            "metric": metric,
+            "value": validation_value(records, metric),
+            **({"fraction": cfg.validation.fraction} if metric != "cv_score" else {}),
+        }
+        logger.info(
+            "%s = %.6g (the value returned to a sweeper)", metric, header["validation"]["value"]
+        )
+    for name in cfg.figures:
+        if name in RUN_FIGURES:
+            RUN_FIGURES[name](out, records, name)
+    results = write_results(
+        out,
+        header,
+        records,
+        "complete",
+        warnings=run_warnings(records),
+        wall_seconds=time.perf_counter() - start,
+    )
+    for name in cfg.reports:
+        filename, build = REPORTS[name]
+        (out / filename).write_text(build(results))
     return results
