@@ -16,11 +16,9 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from dpp import params
 from dpp.errors import ConfigError
 from dpp.experiment_settings import VALIDATION_METRICS
-from dpp.solvers.lbfgs import BACKENDS
-from dpp.solvers.options import optimizer_options
+from dpp.solvers.options import OPTIMIZERS, OPTION_RULES, optimizer_options
 from dpp.splits import SPLIT_KINDS
 
-OPTIMIZERS = (*BACKENDS, "adam")
 L2_SELECTION_KINDS = ("fixed", "cv", "dpp_cv")
 
 
@@ -145,21 +143,12 @@ def _optimizer(cfg: DictConfig) -> None:
             f"devices={_get(cfg, 'devices')} needs a full-batch optimizer; optimizer=adam "
             "samples mini-batches on one device"
         )
-    int_at_least(cfg, "optimizer.theta_max_iter", 1)
-    number(cfg, "optimizer.tol", low=0)
-    int_at_least(cfg, "optimizer.memory_size", 1)
-    int_at_least(cfg, "optimizer.max_linesearch_steps", 1)
-    if opt == "adam":
-        number(cfg, "optimizer.learning_rate", low=0, low_open=True)
-        int_at_least(cfg, "optimizer.batch_size", 1)
-        int_at_least(cfg, "optimizer.epochs", 1)
-    else:
-        int_at_least(cfg, "optimizer.max_iter", 1)
     options = OmegaConf.to_container(_get(cfg, "optimizer"), resolve=True)
     try:
         optimizer_options(options.pop("name"), options)
-    except ValueError as err:
-        raise ConfigError(f"optimizer: {err}") from None
+    except ValueError as err:  # an option's rule names the option: optimizer.<option> ...
+        prefix = "optimizer." if str(err).split(" ")[0] in OPTION_RULES else "optimizer: "
+        raise ConfigError(f"{prefix}{err}") from None
 
 
 def _selection(cfg: DictConfig) -> None:

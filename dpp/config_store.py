@@ -17,7 +17,8 @@ from hydra.core.config_store import ConfigStore
 
 from dpp.baselines.pooling import POOLED_ESTIMATORS
 from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, DPPClassifier
-from dpp.solvers.options import OPTIMIZERS
+from dpp.params import check_table
+from dpp.solvers.options import OPTIMIZERS, optimizer_options
 
 
 def estimator_defaults(cls) -> dict:
@@ -46,8 +47,27 @@ def kmeans_node() -> dict:
     return {"n_init": defaults["kmeans_n_init"], "max_iter": defaults["kmeans_max_iter"]}
 
 
+def check_defaults() -> None:
+    """Checks every estimator's defaults and every optimizer's options against their rules.
+
+    The same tables ``check_params`` reads (``_parameter_constraints``,
+    :data:`dpp.solvers.options.OPTION_RULES`), so a default can never break its own rule.
+
+    Raises:
+        ValueError: naming the estimator or optimizer, the parameter and the value.
+    """
+    for cls in (*ESTIMATORS.values(), *POOLED_ESTIMATORS.values()):
+        try:
+            check_table(estimator_defaults(cls), cls._parameter_constraints)
+        except ValueError as err:
+            raise ValueError(f"{cls.__name__} default: {err}") from None
+    for name in OPTIMIZERS:
+        optimizer_options(name)
+
+
 def register() -> None:
-    """Stores the defaults in Hydra's ``ConfigStore`` (idempotent)."""
+    """Stores the defaults in Hydra's ``ConfigStore`` (idempotent), once they are checked."""
+    check_defaults()
     cs = ConfigStore.instance()
     for method, cls in {**ESTIMATORS, **POOLED_ESTIMATORS}.items():
         cs.store(group="dpp_defaults/model", name=method, node=model_node(cls))

@@ -17,10 +17,25 @@ import numbers
 
 import jax
 
+from dpp.params import check_table
+
 
 def is_concrete(value) -> bool:
     """Whether ``value`` is a concrete Python or NumPy real number (not a tracer or array)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_concrete(settings, rules: dict) -> None:
+    """Checks the fields of ``settings`` named in ``rules`` (:mod:`dpp.params`) that are concrete.
+
+    A traced field (a tracer while a fit is being compiled) is left alone.
+
+    Raises:
+        ValueError: naming the field, the rule and the value.
+    """
+    values = {name: getattr(settings, name) for name in rules}
+    concrete = [n for n, v in values.items() if is_concrete(v) or isinstance(v, bool | str)]
+    check_table(values, {name: rules[name] for name in concrete})
 
 
 def settings_pytree(*static: str):

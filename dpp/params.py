@@ -1,7 +1,13 @@
-"""Checks of single parameter values, shared by the estimators and the config checks.
+"""Parameter rules: checks of single values, and the declarative rules the tables are made of.
 
 Each check names the parameter, the rule and the value, e.g. ``n_prototypes must be a positive
 integer, got 0``; :mod:`dpp.config_check` prefixes the config path (``model.n_prototypes ...``).
+
+Every estimator declares its parameters' rules once, as a table ``{name: Rule}``
+(``_parameter_constraints``, in the spirit of scikit-learn's), and so does the optimizer's
+options table (:data:`dpp.solvers.options.OPTION_RULES`). The tables are read by the estimators'
+``check_params`` (so by ``fit``, by the config check before a run and by the model-file loader)
+and by the Hydra config store, which checks every default against them.
 """
 
 from __future__ import annotations
@@ -76,3 +82,95 @@ def choice(name: str, value, options: Iterable[str]) -> str:
     if value not in options:
         raise ValueError(f"{name} must be one of {', '.join(options)}; got {value!r}")
     return value
+
+
+# ---------------------------------------------------------------------- declarative rules
+class Rule:
+    """A rule for one parameter's value: ``rule(name, value)`` returns it checked or raises."""
+
+    def __call__(self, name: str, value):
+        """``value`` checked (and converted: ``int``, ``float``, ``bool``).
+
+        Raises:
+            ValueError: naming ``name``, the rule and the value.
+        """
+        return self._check(name, value)
+
+    def _check(self, name: str, value):
+        raise NotImplementedError
+
+
+class Int(Rule):
+    """An integer ``>= low`` (:func:`int_at_least`)."""
+
+    def __init__(self, low: int):
+        self.low = low
+
+    def _check(self, name, value):
+        return int_at_least(name, value, self.low)
+
+
+class Real(Rule):
+    """A finite number within bounds (:func:`number`)."""
+
+    def __init__(self, low=None, high=None, low_open=False, high_open=False):
+        self.bounds = {"low": low, "high": high, "low_open": low_open, "high_open": high_open}
+
+    def _check(self, name, value):
+        return number(name, value, **self.bounds)
+
+
+class Bool(Rule):
+    """``True`` or ``False`` (:func:`boolean`)."""
+
+    def _check(self, name, value):
+        return boolean(name, value)
+
+
+class Choice(Rule):
+    """One of ``options`` (:func:`choice`)."""
+
+    def __init__(self, options: Iterable[str]):
+        self.options = tuple(options)
+
+    def _check(self, name, value):
+        return choice(name, value, self.options)
+
+
+class Optional(Rule):
+    """``None``, or a value that obeys ``rule``."""
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+
+    def _check(self, name, value):
+        return None if value is None else self.rule(name, value)
+
+
+class Literal(Rule):
+    """Exactly ``literal``, or a value that obeys ``rule`` (e.g. ``devices``: ``"all"`` or N)."""
+
+    def __init__(self, literal, rule: Rule):
+        self.literal, self.rule = literal, rule
+
+    def _check(self, name, value):
+        if isinstance(value, type(self.literal)) and value == self.literal:
+            return value
+        return self.rule(name, value)
+
+
+def check_table(values, rules: dict[str, Rule]) -> dict:
+    """Checks every value named in ``rules``: the table of an estimator or of the options.
+
+    Args:
+        values: an object with the parameters as attributes, or a mapping.
+        rules: ``{name: Rule}``, checked in order (the first bad value raises).
+
+    Returns:
+        ``{name: checked value}``.
+
+    Raises:
+        ValueError: naming the parameter, the rule and the value.
+    """
+    get = values.get if isinstance(values, dict) else lambda name: getattr(values, name)
+    return {name: rule(name, get(name)) for name, rule in rules.items()}

@@ -138,6 +138,13 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
 
     method: ClassVar[str] = ""
     uses_centres: ClassVar[bool] = False
+    #: The rules of the parameters (besides ``Cs``, a list); subclasses extend it.
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        "scoring": check.Choice(SCORINGS),
+        "max_extensions": check.Int(0),
+        "max_iter": check.Int(1),
+        "random_state": check.Optional(check.Int(0)),
+    }
 
     def check_params(self) -> None:
         """Checks the parameters shared by the pooled classifiers.
@@ -150,11 +157,7 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"Cs must be a non-empty list of values > 0, got {self.Cs!r}")
         for i, c in enumerate(cs):
             check.number(f"Cs[{i}]", c, low=0, low_open=True)
-        check.choice("scoring", self.scoring, SCORINGS)
-        check.int_at_least("max_extensions", self.max_extensions, 0)
-        check.int_at_least("max_iter", self.max_iter, 1)
-        if self.random_state is not None:
-            check.int_at_least("random_state", self.random_state, 0)
+        check.check_table(self, self._parameter_constraints)
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Chooses ``C`` by cross-validation on the training sets, then fits on all of them.
@@ -315,10 +318,10 @@ class PoolingClassifier(PooledLogisticClassifier):
     ):
         _store(self, locals())
 
-    def check_params(self) -> None:
-        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
-        super().check_params()
-        check.choice("pooling", self.pooling, POOLINGS)
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **PooledLogisticClassifier._parameter_constraints,
+        "pooling": check.Choice(POOLINGS),
+    }
 
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return pool_sets(sets, self.pooling)
@@ -369,13 +372,13 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
     ):
         _store(self, locals())
 
-    def check_params(self) -> None:
-        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
-        super().check_params()
-        check.int_at_least("n_prototypes", self.n_prototypes, 1)
-        check.boolean("standardize", self.standardize)
-        check.int_at_least("kmeans_n_init", self.kmeans_n_init, 1)
-        check.int_at_least("kmeans_max_iter", self.kmeans_max_iter, 1)
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **PooledLogisticClassifier._parameter_constraints,
+        "n_prototypes": check.Int(1),
+        "standardize": check.Bool(),
+        "kmeans_n_init": check.Int(1),
+        "kmeans_max_iter": check.Int(1),
+    }
 
     def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
         if self.preprocess is not None:

@@ -192,22 +192,29 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     #: Whether the method starts from k-means centres (the experiments share them per ``K``).
     uses_centres: ClassVar[bool] = True
 
+    #: The rules of the parameters, one entry per constructor parameter that has one (read by
+    #: :meth:`check_params`, so by ``fit``, the config check and the model-file loader, and by
+    #: the Hydra config store, which checks the defaults). Subclasses extend it.
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        "n_prototypes": check.Int(1),
+        "l2": check.Real(low=0),
+        "standardize": check.Bool(),
+        "pca_components": check.Optional(check.Int(1)),
+        "kmeans_n_init": check.Int(1),
+        "kmeans_max_iter": check.Int(1),
+        "random_state": check.Optional(check.Int(0)),
+        "warm_start": check.Bool(),
+        "verbose": check.Bool(),
+    }
+
     # subclasses list their own parameters in __init__ (scikit-learn reads the signature)
     def check_params(self) -> None:
-        """Checks every parameter (``fit`` calls it; so does the config check, before a run).
+        """Checks every parameter by the class's table, then the optimizer and its options.
 
         Raises:
             ValueError: naming the parameter, the rule and the value.
         """
-        check.int_at_least("n_prototypes", self.n_prototypes, 1)
-        check.number("l2", self.l2, low=0)
-        check.boolean("standardize", self.standardize)
-        if self.pca_components is not None:
-            check.int_at_least("pca_components", self.pca_components, 1)
-        check.int_at_least("kmeans_n_init", self.kmeans_n_init, 1)
-        check.int_at_least("kmeans_max_iter", self.kmeans_max_iter, 1)
-        if self.random_state is not None:
-            check.int_at_least("random_state", self.random_state, 0)
+        check.check_table(self, self._parameter_constraints)
         solver_options.theta_solver(self.optimizer, self.optimizer_options)
         solver_options.prototype_solver(self.optimizer, self.optimizer_options)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import numpy as np
 
@@ -98,14 +99,14 @@ class InfoLossClassifier(PrototypeClassifier):
     ):
         _store(self, locals())
 
-    def check_params(self) -> None:
-        """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
-        super().check_params()
-        check.number("beta_scale", self.beta_scale, low=0, low_open=True)
-        check.number("gamma_scale", self.gamma_scale, low=0)
-        check.int_at_least("max_rounds", self.max_rounds, 0)
-        check.number("tol", self.tol, low=0)
-        check.int_at_least("centre_max_iter", self.centre_max_iter, 1)
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **PrototypeClassifier._parameter_constraints,
+        "beta_scale": check.Real(low=0, low_open=True),
+        "gamma_scale": check.Real(low=0),
+        "max_rounds": check.Int(0),
+        "tol": check.Real(low=0),
+        "centre_max_iter": check.Int(1),
+    }
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         centres = self._initial_centres(sets, seed)

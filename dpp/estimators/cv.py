@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import ClassVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
@@ -70,6 +71,12 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     attributes of ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
     ``n_features_in_``, ...). ``save`` writes ``best_estimator_``.
     """
+
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        "scoring": check.Choice(SCORINGS),
+        "max_extensions": check.Int(0),
+        "select_rounds": check.Bool(),
+    }
 
     def __init__(
         self,
@@ -147,22 +154,28 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.n_features_in_ = self.best_estimator_.n_features_in_
         return self
 
+    def check_params(self) -> None:
+        """Checks every parameter: the grids, then the table (``fit`` calls it).
+
+        Raises:
+            ValueError: naming the parameter, the rule and the value.
+        """
+        l2s = [float(v) for v in self.l2s]
+        if not l2s or min(l2s) < 0:
+            raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
+        for k in self.n_prototypes or ():
+            check.int_at_least("n_prototypes", k, 1)
+        check.check_table(self, self._parameter_constraints)
+
     def _checked(self) -> tuple[PrototypeClassifier, list[int], bool]:
         """``(estimator to tune, K values, whether rounds are chosen)``, every setting checked.
 
         Raises:
             ValueError: naming the setting (see :meth:`fit`).
         """
+        self.check_params()
         base = DPPClassifier() if self.estimator is None else self.estimator
-        l2s = [float(v) for v in self.l2s]
-        if not l2s or min(l2s) < 0:
-            raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
         ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
-        for k in ks:
-            check.int_at_least("n_prototypes", k, 1)
-        check.choice("scoring", self.scoring, SCORINGS)
-        check.int_at_least("max_extensions", self.max_extensions, 0)
-        check.boolean("select_rounds", self.select_rounds)
         by_round = self.select_rounds and isinstance(base, DPPClassifier)
         if by_round and self.scoring != "log_likelihood":
             raise ValueError(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import jax
 import numpy as np
 
@@ -112,29 +114,32 @@ class DPPClassifier(PrototypeClassifier):
     ):
         _store(self, locals())
 
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **PrototypeClassifier._parameter_constraints,
+        "devices": check.Literal("all", check.Int(1)),
+        "mode": check.Choice(MODES),
+        "max_rounds": check.Int(0),
+        "tol": check.Real(low=0),
+        "beta_step_limit": check.Real(low=1, low_open=True),
+        "validation_fraction": check.Real(low=0, high=1, high_open=True),
+        "patience": check.Int(1),
+        "beta_scale": check.Real(low=0, low_open=True),
+        "per_prototype_beta": check.Bool(),
+        "beta_prior": check.Choice(("none", "lognormal", "gamma")),
+        "beta_prior_loc": check.Real(),
+        "beta_prior_scale": check.Real(low=0, low_open=True),
+    }
+
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
         super().check_params()
-        if self.devices != "all":
-            check.int_at_least("devices", self.devices, 1)
-        check.choice("mode", self.mode, MODES)
-        check.int_at_least("max_rounds", self.max_rounds, 0)
-        check.number("tol", self.tol, low=0)
-        check.number("beta_step_limit", self.beta_step_limit, low=1, low_open=True)
-        check.number("validation_fraction", self.validation_fraction, low=0, high=1, high_open=True)
-        check.int_at_least("patience", self.patience, 1)
-        check.number("beta_scale", self.beta_scale, low=0, low_open=True)
-        check.boolean("per_prototype_beta", self.per_prototype_beta)
-        check.boolean("warm_start", self.warm_start)
-        check.boolean("verbose", self.verbose)
         self._prior()
 
     def _prior(self) -> BetaPrior:
-        check.choice("beta_prior", self.beta_prior, ("none", "lognormal", "gamma"))
-        loc = check.number("beta_prior_loc", self.beta_prior_loc)
-        scale = check.number("beta_prior_scale", self.beta_prior_scale, low=0, low_open=True)
         try:
-            return BetaPrior(self.beta_prior, loc, scale)
+            return BetaPrior(
+                self.beta_prior, float(self.beta_prior_loc), float(self.beta_prior_scale)
+            )
         except ValueError as err:
             raise ValueError(f"beta_prior: {err}") from None
 

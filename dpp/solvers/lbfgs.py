@@ -23,7 +23,8 @@ import jax.numpy as jnp
 import optax
 import optax.tree_utils as otu
 
-from dpp.hyper import is_concrete, settings_pytree
+from dpp import params as check
+from dpp.hyper import check_concrete, settings_pytree
 
 BACKENDS = ("lbfgs_optax", "lbfgs_jaxopt", "bfgs_jaxopt")
 
@@ -47,13 +48,18 @@ class LBFGSSettings:
     memory_size: int = 10
     max_linesearch_steps: int = 20
 
+    #: The rules of the fields (also the optimizer options' rules, :mod:`dpp.solvers.options`).
+    RULES: ClassVar[dict[str, check.Rule]] = {
+        "max_iter": check.Int(1),
+        "tol": check.Real(low=0),
+        "memory_size": check.Int(1),
+        "max_linesearch_steps": check.Int(1),
+    }
+
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown optimizer backend {self.backend!r}; choose from {BACKENDS}")
-        if self.max_iter < 1:
-            raise ValueError("max_iter must be >= 1")
-        if is_concrete(self.tol) and not self.tol >= 0:
-            raise ValueError("tol must be >= 0")
+        check_concrete(self, self.RULES)
 
     #: Whether every step sees all sets (so the sets may be padded to buckets and sharded).
     full_batch: ClassVar[bool] = True

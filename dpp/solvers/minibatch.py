@@ -20,7 +20,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from dpp.hyper import is_concrete, settings_pytree
+from dpp import params as check
+from dpp.hyper import check_concrete, settings_pytree
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import MinimizeResult
 
@@ -42,10 +43,15 @@ class AdamSettings:
     epochs: int = 5
     capacity: int = 0
 
+    #: The rules of the fields (also the optimizer options' rules, :mod:`dpp.solvers.options`).
+    RULES: ClassVar[dict[str, check.Rule]] = {
+        "learning_rate": check.Real(low=0, low_open=True),
+        "batch_size": check.Int(1),
+        "epochs": check.Int(1),
+    }
+
     def __post_init__(self):
-        bad_rate = is_concrete(self.learning_rate) and not self.learning_rate > 0
-        if bad_rate or self.batch_size < 1 or self.epochs < 1:
-            raise ValueError("Adam needs learning_rate > 0, batch_size >= 1 and epochs >= 1")
+        check_concrete(self, self.RULES)
 
     #: Steps see mini-batches of sets as they are (padding or sharding would change them).
     full_batch: ClassVar[bool] = False

@@ -14,6 +14,7 @@ built from this table (:mod:`dpp.config_store`). Options:
 
 from __future__ import annotations
 
+from dpp import params as check
 from dpp.solvers.lbfgs import BACKENDS, LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings
 
@@ -40,11 +41,23 @@ OPTIMIZERS: dict[str, dict] = {
 }
 
 
+#: The rule of every option (read by :func:`optimizer_options`, so by the estimators'
+#: ``check_params``, the config check and the Hydra config store's check of the defaults).
+#: Each is the rule of the settings field it fills (``theta_max_iter``: the Theta-step's
+#: ``max_iter``).
+OPTION_RULES: dict[str, check.Rule] = {
+    **LBFGSSettings.RULES,
+    "theta_max_iter": LBFGSSettings.RULES["max_iter"],
+    **AdamSettings.RULES,
+}
+
+
 def optimizer_options(name: str, options: dict | None = None) -> dict:
-    """The options of optimizer ``name``: its defaults updated by ``options``.
+    """The options of optimizer ``name``: its defaults updated by ``options``, checked.
 
     Raises:
-        ValueError: an unknown optimizer or an option it does not have (naming both).
+        ValueError: an unknown optimizer or an option it does not have (naming both), or a
+            value that breaks its rule in :data:`OPTION_RULES` (naming the option).
     """
     if name not in OPTIMIZERS:
         raise ValueError(f"unknown optimizer {name!r}; choose from {', '.join(OPTIMIZERS)}")
@@ -56,7 +69,7 @@ def optimizer_options(name: str, options: dict | None = None) -> dict:
             f"{', '.join(merged)}"
         )
     merged.update({k: v for k, v in (options or {}).items() if k != "name"})
-    return merged
+    return check.check_table(merged, {k: OPTION_RULES[k] for k in merged})
 
 
 def theta_solver(name: str, options: dict | None = None) -> LBFGSSettings:
