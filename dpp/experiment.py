@@ -39,6 +39,7 @@ from dpp.protocol import Trial, run_trial
 from dpp.reporting import Heartbeat, process_identity, write_results
 from dpp.sharding import initialize_distributed
 from dpp.splits import check_split
+from dpp.suite import check_suite, run_suite
 from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
@@ -144,8 +145,6 @@ def _run_suite(cfg: DictConfig, output_dir) -> dict:
     SIGTERM/SIGINT end it ``interrupted`` with the finished tasks kept, and ``resume=true``
     continues it.
     """
-    from dpp.suite import check_suite, run_suite
-
     suite = cfg.suite
     check_suite(suite.tasks, suite.methods, suite.folds)  # before any folder is touched
     out = _output_dir(output_dir)

@@ -268,21 +268,7 @@ def run_suite(
     path = out / "suite.json"
     header = {"experiment": "suite", "tasks": tasks, "folds": int(folds), "seed": int(seed)}
     header["methods"] = methods
-    records = []
-    if path.is_file():
-        previous = json.loads(path.read_text())
-        if not resume:
-            raise ConfigError(
-                f"{out} already holds a suite run; pass resume=true (scripts/suite.py: "
-                "--resume) to continue it"
-            )
-        if not isinstance(previous, dict) or "records" not in previous:
-            raise ConfigError(f"{path} is not a suite run this version can continue")
-        mismatch = [k for k in ("folds", "seed", "methods") if previous.get(k) != header[k]]
-        if mismatch:
-            raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
-        records = previous["records"]  # every finished task is kept, asked for again or not
-        header["tasks"] = list(dict.fromkeys([*previous["tasks"], *tasks]))
+    records = _kept_records(path, header, resume)
     out.mkdir(parents=True, exist_ok=True)
     if on_accepted is not None:
         on_accepted()
@@ -315,6 +301,32 @@ def run_suite(
             stopped = isinstance(err, RunInterrupted | KeyboardInterrupt)
             write("interrupted" if stopped else "failed", error=f"{type(err).__name__}: {err}")
             raise
+
+
+def _kept_records(path: Path, header: dict, resume: bool) -> list[dict]:
+    """The records of the suite run at ``path`` to keep (none without one).
+
+    ``header["tasks"]`` then lists the earlier run's tasks too.
+
+    Raises:
+        ConfigError: a run there without ``resume``, an older format, or other ``folds``,
+            ``seed`` or ``methods``.
+    """
+    if not path.is_file():
+        return []
+    previous = json.loads(path.read_text())
+    if not resume:
+        raise ConfigError(
+            f"{path.parent} already holds a suite run; pass resume=true (scripts/suite.py: "
+            "--resume) to continue it"
+        )
+    if not isinstance(previous, dict) or "records" not in previous:
+        raise ConfigError(f"{path} is not a suite run this version can continue")
+    mismatch = [k for k in ("folds", "seed", "methods") if previous.get(k) != header[k]]
+    if mismatch:
+        raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
+    header["tasks"] = list(dict.fromkeys([*previous["tasks"], *header["tasks"]]))
+    return previous["records"]  # every finished task is kept, asked for again or not
 
 
 def suite_figure(records: list[dict], path: Path) -> Path:
