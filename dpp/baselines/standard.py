@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -17,6 +18,8 @@ from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import fit_classifier
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.units import Normalizer
+
+_objective = jax.jit(classifier_objective)  # one compiled program, not dozens of eager ops
 
 
 def hard_code_model(train: RaggedSets, centres: np.ndarray, method: str) -> FittedModel:
@@ -76,9 +79,6 @@ def fit_standard(
     z = untrained.encode(train)
     theta = fit_classifier(z, train.labels, train.weights, theta0, l2, solver)
     history = np.array(
-        [
-            float(classifier_objective(t, z, train.labels, train.weights, l2))
-            for t in (theta0, theta)
-        ]
+        [float(_objective(t, z, train.labels, train.weights, l2)) for t in (theta0, theta)]
     )
     return dataclasses.replace(untrained, theta=theta, history=history)
