@@ -37,7 +37,6 @@ class Trial(NamedTuple):
     """What a trial leaves for the first-trial figures, reports and saved models."""
 
     train: RaggedSets  # preprocessed (the units the models were fitted in)
-    test: RaggedSets
     models: dict[str, FittedModel]  # the prototype methods' models
     estimators: dict  # every method's fitted estimator (it preprocesses raw sets itself)
     transform: Affine | None  # the trial's fitted preprocessing (None: identity)
@@ -84,6 +83,8 @@ def _shared_l2(settings: TrialSettings, train, units, centres, seed, groups) -> 
     ).set_params(
         n_prototypes=primary.n_prototypes,
         init=centres(primary.n_prototypes)[0],
+        standardize=settings.standardize,
+        pca_components=settings.pca_components,
         preprocess=units,
         random_state=seed,
     )
@@ -197,9 +198,6 @@ def run_trial(
     if dataset.anchors is not None:  # e.g. the training pixels' own spectra, not their windows
         fit_vectors = np.asarray(dataset.sets.vectors)[dataset.anchors[train_idx]]
     units = Affine.fit(fit_vectors, settings.standardize, settings.pca_components)
-    # handed over only where the dataset chooses the vectors it is fitted on; otherwise every
-    # estimator fits the same map itself, as it does for a Python user (and inside each fold)
-    prefit = units if dataset.anchors is not None else None
     train = train_raw if units is None else units.sets(train_raw)
     primary = next(iter(settings.methods.values()))
     _check_prototypes(settings, train, trial)
@@ -210,11 +208,12 @@ def run_trial(
         shared_l2, shared_info = _shared_l2(settings, train_raw, units, centres, seed, folds_groups)
     validation = {}
     if settings.validation["metric"] in ("validation_log_likelihood", "validation_accuracy"):
-        estimator, fraction = _prepared(primary, seed, prefit), settings.validation["fraction"]
+        estimator = _prepared(primary, seed, units, dataset.anchors is not None)
+        fraction = settings.validation["fraction"]
         validation = _held_out_scores(estimator, train_raw, seed, fraction, trial)
     records, models, estimators = [], {}, {}
     for index, (name, template) in enumerate(settings.methods.items()):
-        estimator = _prepared(template, seed, prefit)
+        estimator = _prepared(template, seed, units, dataset.anchors is not None)
         params = estimator.get_params()
         kmeans_seconds = 0.0
         if estimator.uses_centres and "init" in params:
@@ -256,8 +255,7 @@ def run_trial(
         logger.info("%s", summary_line(record))
         if on_record is not None:
             on_record(record)
-    test = test_raw if units is None else units.sets(test_raw)
-    done = Trial(train, test, models, estimators, units, train_idx, test_idx, settings.split)
+    done = Trial(train, models, estimators, units, train_idx, test_idx, settings.split)
     return records, done
 
 
@@ -336,11 +334,23 @@ def summary_line(record: dict) -> str:
     )
 
 
-def _prepared(template, seed: int, prefit: Affine | None):
-    """An unfitted copy of a method's estimator with the trial's seed and prefit preprocessing."""
+def _prepared(template, seed: int, units: Affine | None, anchored: bool):
+    """An unfitted copy of a method's estimator with the trial's seed and preprocessing.
+
+    The trial's map ``units`` is handed over prefit where the estimator could not fit the same
+    map itself: when the dataset chooses the vectors it is fitted on (``anchored``), or when the
+    estimator has no ``pca_components`` of its own (the pooled baselines). Otherwise the
+    estimator fits the identical map from ``standardize`` and ``pca_components``, as it does
+    for a Python user and inside each fold of a selection.
+    """
     estimator = clone(template).set_params(random_state=seed)
-    if prefit is not None and "preprocess" in estimator.get_params():
-        estimator.set_params(preprocess=prefit)
+    params = estimator.get_params()
+    if (
+        units is not None
+        and "preprocess" in params
+        and (anchored or "pca_components" not in params)
+    ):
+        estimator.set_params(preprocess=units)
     return estimator
 
 

@@ -13,6 +13,7 @@ import pytest
 from test_estimators import QUICK
 from test_experiment import FAST, _compose
 
+from dpp.baselines.pooling import BagOfWordsClassifier
 from dpp.datasets.synthetic import make_synthetic
 from dpp.estimators import DPPClassifier, DPPClassifierCV, StandardPrototypeClassifier
 from dpp.experiment import run
@@ -91,3 +92,21 @@ def test_cli_with_dpp_cv_equals_dpp_classifier_cv(tmp_path, split):
 
 #: The Theta-step's options of ``QUICK`` (the standard prototype has no rounds).
 QUICK_THETA = {"optimizer_options": QUICK["optimizer_options"]}
+
+
+def test_pooled_baselines_take_the_trials_pca_map(tmp_path, split):
+    """The pooled baselines have no ``pca_components``: the trial hands them its map prefit, so
+    the bag-of-words codes the k-means centres of the projected vectors it is given."""
+    overrides = [*FAST, "dataset.standardize=true", "dataset.pca_components=1", "figures=[]"]
+    results = run(_compose(overrides), output_dir=tmp_path)
+    assert results["status"] == "complete"
+    records = {r["method"]: r for r in results["trials"]}
+    X, y, test = split
+    units = Affine.fit(X.vectors, standardize=True, pca_components=1)
+    centres = kmeans_centres(np.asarray(units.sets(X).vectors), 2, 0, 1, 300)
+    bow = BagOfWordsClassifier(n_prototypes=2, init=centres, preprocess=units, cv=5)
+    bow.fit(X, y)
+    labels = np.argmax(np.asarray(test.labels), axis=1)
+    assert records["bag_of_words"]["accuracy"] == pytest.approx(
+        np.mean(bow.predict(test) == labels)
+    )

@@ -60,8 +60,8 @@ class DPPClassifier(PrototypeClassifier):
         pca_components: project on this many principal components (after standardising).
         preprocess: a prefit :class:`~dpp.units.Affine` used instead of fitting
             ``standardize`` and ``pca_components`` on the training vectors (which must then
-            describe it: the experiments fit one map per trial, on the dataset's choice of
-            vectors, and hand it to every method); ``None``: fit them. A saved model keeps
+            describe it: the experiments fit one map per trial and hand it over where the
+            dataset chooses the vectors it is fitted on); ``None``: fit them. A saved model keeps
             the map and loads with ``preprocess=None``.
         init: ``"k-means"`` or ``[K, D']`` initial centres (units after preprocessing).
         warm_start: start from the previous fit's ``mu``, ``beta`` and ``Theta`` when the

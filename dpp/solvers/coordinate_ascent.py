@@ -313,8 +313,10 @@ def _minimise_objective(
     def loss(x):
         return -_scale(sets) * objective(assemble(x), sets, settings.l2, settings.prior)
 
+    total_weight = jnp.sum(sets.weights)  # once, not per mini-batch
+
     def batch_loss(x, batch, scale):
-        return -_batch_objective(assemble(x), batch, scale, settings) / jnp.sum(sets.weights)
+        return -_batch_objective(assemble(x), batch, scale, settings) / total_weight
 
     return settings.prototype_solver.minimize_loss(loss, batch_loss, x0, sets, key)
 
