@@ -416,7 +416,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     for note in accepted.notes:
         logger.info("resuming %s: %s", out, note)
     start = time.perf_counter()
-    header = _header(cfg, methods, records, out)
+    header = _header(cfg, methods, records, out, accepted.resumed)
     with Heartbeat(out), _signals_interrupt(), _fit_warnings_logged():
         try:
             write_results(out, header, records, "running", warnings=run_warnings(records))
@@ -446,8 +446,12 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     return results
 
 
-def _header(cfg: DictConfig, methods, records: list[dict], out: Path) -> dict:
-    """The head of ``results.json``: what runs, the process, resumed trials, skipped figures."""
+def _header(cfg: DictConfig, methods, records: list[dict], out: Path, resumed: bool) -> dict:
+    """The head of ``results.json``: what runs, the process, resumed trials, skipped figures.
+
+    A resumed run always lists the trials it kept (``resumed_trials``), even none: an earlier
+    run stopped inside trial 0 (before its models were written) keeps nothing and says so.
+    """
     header = {
         "experiment": cfg.name,
         "dataset": cfg.dataset.name,
@@ -456,7 +460,7 @@ def _header(cfg: DictConfig, methods, records: list[dict], out: Path) -> dict:
         **process_identity(),
     }
     done_trials = sorted({r["trial"] for r in records})
-    if done_trials:
+    if resumed or done_trials:
         header["resumed_trials"] = done_trials
         logger.info("resuming %s: trials %s already finished", out, done_trials)
     _, skipped_figures = _trial_figures(cfg, methods)
