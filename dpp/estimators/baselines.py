@@ -10,7 +10,7 @@ import numpy as np
 from dpp import params as check
 from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
-from dpp.baselines.standard import fit_standard
+from dpp.baselines.standard import fit_standard, hard_code_model
 from dpp.estimators.base import PrototypeClassifier, _store
 from dpp.model import FittedModel
 from dpp.sets import RaggedSets
@@ -55,6 +55,30 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         centres = self._initial_centres(sets, seed)
         solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
         return fit_standard(sets, centres, float(self.l2), solver)
+
+    def fold_codes(self, part: RaggedSets, sets: RaggedSets) -> np.ndarray:
+        """``[N, K]`` codes of every set of ``sets`` by the encoder that ``fit(part)`` builds.
+
+        The encoder (preprocessing, centres, internal units) does not depend on ``l2``, so the
+        fits of a cross-validation fold differ only in their Theta-step:
+        :class:`~dpp.estimators.DPPClassifierCV` encodes each fold once and fits every ``l2``
+        of every fold as one program (:func:`dpp.solvers.coordinate_ascent.fit_classifiers`).
+
+        Args:
+            part: the labelled sets a fit would train on (the fold's training part).
+            sets: the sets to encode, in the units of ``part`` (e.g. all of a search's sets).
+
+        Returns:
+            ``[N, K]`` eq. (1), (2) histograms of nearest centres, float32.
+
+        Raises:
+            ValueError: the errors of :meth:`fit` for bad parameters, centres or dimensions.
+        """
+        self.check_params()
+        self.preprocess_ = self._fit_preprocess(part)
+        fitted = self._preprocessed(part)
+        model = hard_code_model(fitted, self._initial_centres(fitted, self._seed()), self.method)
+        return np.asarray(model.encode(self._preprocessed(sets)))
 
 
 class InfoLossClassifier(PrototypeClassifier):

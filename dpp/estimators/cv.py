@@ -7,16 +7,20 @@ import time
 from typing import ClassVar
 
 import numpy as np
+from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
+from dpp.errors import NonFiniteResultError
 from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_sets
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
 from dpp.metrics import weighted_score
 from dpp.selection import choose_on_path, cv_splits
 from dpp.sets import RaggedSets
+from dpp.solvers import options as solver_options
+from dpp.solvers.coordinate_ascent import fit_classifier_paths
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +34,10 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     strongest ``l2`` down with warm starts, and the best candidate is refitted on all training
     sets (from k-means). ``l2`` is a strength on the summed log-likelihood, so a fold's fit,
     on a fraction ``r`` of the sets' total weight (``(folds - 1) / folds`` for equal folds),
-    uses ``l2 * r``: a value of the grid means the same strength on every fit.
+    uses ``l2 * r``: a value of the grid means the same strength on every fit. An estimator
+    whose codes do not depend on ``l2`` (the standard prototype: ``fold_codes``) is encoded
+    once per fold and ``K``, and every fold's ``l2`` path runs as one compiled program
+    (:func:`dpp.solvers.coordinate_ascent.fit_classifier_paths`).
 
     Args:
         estimator: the estimator to tune (default ``DPPClassifier()``; the baselines of
@@ -264,6 +271,9 @@ class _Search:
 
     def __init__(self, base, sets: RaggedSets, folds, scoring: str, by_round: bool):
         self.base, self.scoring, self.by_round = base, scoring, by_round
+        self.sets, self.folds = sets, folds
+        self.codes: dict[int, np.ndarray] = {}  # K -> [F, N, K] each fold's codes of every set
+        self.thetas: dict[int, dict[float, np.ndarray]] = {}  # K -> l2 -> [F, K, C] maximisers
         weights = np.asarray(sets.weights, np.float64)
         self.parts = [
             (sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx)))
@@ -280,8 +290,14 @@ class _Search:
         """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold.
 
         With ``warm`` (and without ``by_round``), each fold continues its path from the weakest
-        ``l2`` fitted so far.
+        ``l2`` fitted so far. An estimator whose encoder does not depend on ``l2`` (it has
+        ``fold_codes``: the standard prototype) is encoded once per fold and ``K``, and the
+        Theta-steps of every fold and ``l2`` run as one program (:meth:`_theta_steps`).
         """
+        if not self.by_round and hasattr(self.base, "fold_codes"):
+            self._theta_steps(k, path)
+            self._log(k, path)
+            return
         by_fold = []
         for f, (part, held) in enumerate(self.parts):
             est = self.last.get((f, k)) if warm and not self.by_round else None
@@ -307,6 +323,58 @@ class _Search:
             per_round = np.stack([v for c, v in by_fold if c == key])  # [folds, R]
             best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
             self.scores[key], self.rounds[key] = per_round[:, best], best
+        self._log(k, path)
+
+    def _theta_steps(self, k: int, path: list[float]) -> None:
+        """Scores ``(k, l2)`` for every ``l2`` of ``path``: the folds' Theta-steps as one program.
+
+        Each fold's codes of every set are computed once per ``K`` (``fold_codes``), and
+        :func:`~dpp.solvers.coordinate_ascent.fit_classifier_paths` fits every fold along the
+        path, the held-out sets weighted 0 and ``l2`` times the fold's weight share, each fit
+        starting from the nearest ``l2`` already fitted: the maximiser ``base.fit(part)``
+        finds at that ``l2`` (a convex problem), within the solver's tolerance.
+
+        Raises:
+            NonFiniteResultError: a fit's ``Theta`` is not finite (naming fold and ``l2``).
+        """
+        t0 = time.perf_counter()
+        if k not in self.codes:
+            est = clone(self.base).set_params(n_prototypes=k)
+            self.codes[k] = np.stack([est.fold_codes(part, self.sets) for part, _ in self.parts])
+        codes, fitted = self.codes[k], self.thetas.setdefault(k, {})
+        weights = np.asarray(self.sets.weights, np.float64)
+        masks = np.zeros((len(self.folds), weights.size))
+        for f, (fit_idx, _) in enumerate(self.folds):
+            masks[f, fit_idx] = weights[fit_idx]
+        nearest = min(
+            fitted, key=lambda v: abs(np.log((v + 1e-30) / (path[0] + 1e-30))), default=None
+        )
+        thetas, _ = fit_classifier_paths(
+            codes,
+            np.asarray(self.sets.labels),
+            masks,
+            np.outer(self.shrink, path),
+            None if nearest is None else fitted[nearest],
+            solver_options.theta_solver(self.base.optimizer, self.base.optimizer_options),
+        )
+        elapsed = (time.perf_counter() - t0) / (len(self.folds) * len(path))
+        for j, value in enumerate(path):
+            fitted[value] = thetas[:, j]
+            scores = np.zeros(len(self.folds))
+            for f, (_, val_idx) in enumerate(self.folds):
+                if not np.all(np.isfinite(thetas[f, j])):
+                    raise NonFiniteResultError(
+                        f"{type(self.base).__name__} fit of CV fold {f} at l2={value:.3g} "
+                        "produced non-finite theta"
+                    )
+                held = self.parts[f][1]
+                rows = np.sort(val_idx)  # the order of held
+                log_p = log_softmax(codes[f, rows].astype(np.float64) @ thetas[f, j], axis=1)
+                scores[f] = weighted_score(log_p, held.labels, held.weights, self.scoring)
+            self.scores[k, value] = scores
+            self.seconds[k, value] = self.seconds.get((k, value), 0.0) + elapsed
+
+    def _log(self, k: int, path: list[float]) -> None:
         for l2 in path:
             logger.info(
                 "K=%d l2=%.3g: validation %s %s%s",

@@ -213,6 +213,109 @@ def fit_classifier(
     return _fit_classifier(z, labels, weights, theta0, l2, solver)
 
 
+#: Memory budget of one chunk of :func:`fit_classifier_paths` (bytes): 1 GiB.
+MAX_BATCH_BYTES = 2**30
+
+
+@jax.jit
+def _classifier_paths(z, labels, weights, l2, theta0, solver):
+    """``[F, L, K, C]`` maximisers and ``[F, L]`` iterations (see fit_classifier_paths)."""
+
+    def path(z, weights, l2, theta0):
+        def one(theta, l2):
+            result = _classifier_step(theta, z, labels, weights, l2, solver)
+            return result.params, (result.params, result.num_iter)
+
+        return jax.lax.scan(one, theta0, l2)[1]
+
+    return jax.vmap(path)(z, weights, l2, theta0)
+
+
+def fit_classifier_paths(
+    z: Float[Array, "F N K"],
+    labels: Float[Array, "N C"],
+    weights: Float[Array, "F N"],
+    l2: Float[Array, "F L"],
+    theta0: Float[Array, "F K C"] | None = None,
+    solver: LBFGSSettings | None = None,
+    max_batch_bytes: int = MAX_BATCH_BYTES,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Theta-steps (eq. 16 on fixed codes) of many folds along an ``l2`` path, as one program.
+
+    Fold ``f`` fits :func:`fit_classifier` on its codes ``z[f]`` with weights ``weights[f]`` at
+    ``l2[f, 0]``, ``l2[f, 1]``, ... in turn, each fit starting from the previous one's maximiser
+    (the first from ``theta0[f]``): the problem is convex, so a warm start changes the maximiser
+    only within the solver's tolerance, and along a path from strong to weak ``l2`` it saves most
+    of the iterations. A cross-validation fold is every set with the held-out ones weighted 0
+    (they add exact zeros to the objective and its gradient), so every fold shares one shape
+    and ``vmap`` runs them together (a fold whose solver has stopped is frozen while the others
+    go on; folds at the same ``l2`` take similar numbers of iterations). The folds are fitted in
+    chunks of equal shape whose estimate (:func:`classifier_member_bytes`) stays under
+    ``max_batch_bytes``; every chunk reuses one compiled program.
+
+    Args:
+        z: ``[F, N, K]`` codes of every set, per fold (each fold's own encoder).
+        labels: ``[N, C]`` soft labels.
+        weights: ``[F, N]`` per-set weights of each fold's fits (0 for the sets it leaves
+            out; each row has a positive entry).
+        l2: ``[F, L]`` ridge ``lambda`` of each fit (>= 0), in the order they are fitted.
+        theta0: ``[F, K, C]`` start of each fold's first fit (default 0).
+        solver: full-batch solver settings, shared by every fit (default: the Theta-step's).
+        max_batch_bytes: memory budget of one chunk.
+
+    Returns:
+        ``([F, L, K, C] float64 maximisers, [F, L] int solver iterations)``.
+
+    Raises:
+        ValueError: for inconsistent shapes or a fold without a positive weight.
+    """
+    z, labels = np.asarray(z), np.asarray(labels)
+    weights, l2 = np.asarray(weights, z.dtype), np.asarray(l2, z.dtype)
+    f, n, k = z.shape
+    c = labels.shape[1]
+    theta0 = np.zeros((f, k, c), z.dtype) if theta0 is None else np.asarray(theta0, z.dtype)
+    if (
+        labels.shape[0] != n
+        or weights.shape != (f, n)
+        or l2.ndim != 2
+        or l2.shape[0] != f
+        or theta0.shape != (f, k, c)
+    ):
+        raise ValueError(
+            f"fit_classifier_paths: z {z.shape}, labels {labels.shape}, weights "
+            f"{weights.shape}, l2 {l2.shape} and theta0 {theta0.shape} must be [F, N, K], "
+            "[N, C], [F, N], [F, L] and [F, K, C]"
+        )
+    if not np.all(weights.sum(axis=1) > 0):
+        raise ValueError("fit_classifier_paths: every fold needs a set of positive weight")
+    solver = options.theta_solver(options.DEFAULT_OPTIMIZER, None) if solver is None else solver
+    per_fold = z[0].nbytes + classifier_member_bytes(n, k, c, solver)
+    chunk = int(np.clip(max_batch_bytes // per_fold, 1, f))
+    thetas = np.zeros((f, l2.shape[1], k, c))
+    iterations = np.zeros((f, l2.shape[1]), np.int64)
+    for start in range(0, f, chunk):
+        rows = np.minimum(np.arange(start, start + chunk), f - 1)  # the last repeats a fold
+        theta, count = _classifier_paths(
+            z[rows], labels, weights[rows], l2[rows], theta0[rows], solver
+        )
+        kept = min(chunk, f - start)
+        thetas[start : start + kept] = np.asarray(theta)[:kept]
+        iterations[start : start + kept] = np.asarray(count)[:kept]
+    return thetas, iterations
+
+
+def classifier_member_bytes(num_sets: int, num_prototypes: int, num_classes: int, solver) -> int:
+    """Estimated working set of one fold of :func:`fit_classifier_paths` besides its codes.
+
+    Bytes (float32): the ``[N, C]`` logits, probabilities and their cotangents, and the solver
+    state (``2 * memory_size + 6`` copies of the ``[K, C]`` parameters). An estimate, stated
+    so that a memory budget can be set.
+    """
+    params = num_prototypes * num_classes
+    memory = getattr(solver, "memory_size", 10)
+    return 4 * (4 * num_sets * num_classes + (2 * memory + 6) * params)
+
+
 def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Params:
     """Theta-step: maximise ``L`` over ``Theta`` with ``mu`` and ``beta`` fixed (convex).
 
