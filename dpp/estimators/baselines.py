@@ -61,8 +61,8 @@ class StandardPrototypeClassifier(PrototypeClassifier):
 
         The encoder (preprocessing, centres, internal units) does not depend on ``l2``, so the
         fits of a cross-validation fold differ only in their Theta-step:
-        :class:`~dpp.estimators.DPPClassifierCV` encodes each fold once and fits every ``l2``
-        of every fold as one program (:func:`dpp.solvers.coordinate_ascent.fit_classifiers`).
+        :class:`~dpp.estimators.DPPClassifierCV` encodes each fold once and fits every fold's
+        ``l2`` path as one program (:func:`dpp.solvers.coordinate_ascent.fit_classifier_paths`).
 
         Args:
             part: the labelled sets a fit would train on (the fold's training part).
