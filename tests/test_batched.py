@@ -93,3 +93,16 @@ def test_classifier_paths_refuse_bad_shapes_and_empty_folds():
     masks[1] = 0.0
     with pytest.raises(ValueError, match="positive weight"):
         fit_classifier_paths(z, labels, masks, np.ones((2, 1)))
+
+
+def test_theta_step_at_its_iteration_cap_is_logged(caplog):
+    """A batched Theta-step that stops at max_iter is scored, and says so in the log."""
+    sets, _ = _problem(3, 0.0, 0)
+    base = StandardPrototypeClassifier(
+        n_prototypes=6, optimizer_options={"theta_max_iter": 2}, random_state=0
+    )
+    search = DPPClassifierCV(base, l2s=[1e-3], cv=3, max_extensions=0, select_rounds=False)
+    with caplog.at_level("WARNING", logger="dpp.estimators.cv"):
+        search.fit(sets)
+    capped = [r for r in caplog.records if "stopped at max_iter=2" in r.getMessage()]
+    assert len(capped) == 3  # every fold

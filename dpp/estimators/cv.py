@@ -345,18 +345,28 @@ class _Search:
         weights = np.asarray(self.sets.weights, np.float64)
         masks = np.zeros((len(self.folds), weights.size))
         for f, (fit_idx, _) in enumerate(self.folds):
-            masks[f, fit_idx] = weights[fit_idx]
+            masks[f, fit_idx] = weights[fit_idx]  # the fold's fit: held-out sets weigh 0
+        solver = solver_options.theta_solver(self.base.optimizer, self.base.optimizer_options)
         nearest = min(
             fitted, key=lambda v: abs(np.log((v + 1e-30) / (path[0] + 1e-30))), default=None
         )
-        thetas, _ = fit_classifier_paths(
+        thetas, iterations = fit_classifier_paths(
             codes,
             np.asarray(self.sets.labels),
             masks,
             np.outer(self.shrink, path),
             None if nearest is None else fitted[nearest],
-            solver_options.theta_solver(self.base.optimizer, self.base.optimizer_options),
+            solver,
         )
+        for f, j in np.argwhere(iterations >= solver.max_iter):  # scored, but not silently
+            logger.warning(
+                "K=%d l2=%.3g, CV fold %d: the Theta-step stopped at max_iter=%d before its "
+                "gradient tolerance",
+                k,
+                path[j],
+                f,
+                solver.max_iter,
+            )
         elapsed = (time.perf_counter() - t0) / (len(self.folds) * len(path))
         for j, value in enumerate(path):
             fitted[value] = thetas[:, j]
