@@ -192,6 +192,7 @@ def test_unknown_ground_truth_label_is_rejected(tmp_path):
         load_indian_pines(str(tmp_path), window=3, num_classes=1)
 
 
+@pytest.mark.extended  # one of the longest end-to-end runs
 @needs_data
 def test_spatially_disjoint_protocol_runs_on_a_subset(tmp_path):
     """Issue 12: training pixels from whole blocks, test pixels beyond the buffer, lambda by

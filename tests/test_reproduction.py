@@ -27,6 +27,7 @@ def _mean(results, method, metric):
     return results["summary"][method][metric]["mean"]
 
 
+@pytest.mark.extended  # one of the longest end-to-end runs
 @needs_data
 def test_indian_pines_dpp_beats_standard_prototype(tmp_path):
     """Table 2's claim on one partition: DPP ahead of the standard prototype by > 5 points."""

@@ -172,6 +172,7 @@ def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     assert kept == [r for r in results["trials"] if r["trial"] in results["resumed_trials"]]
 
 
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_sigkill_is_recognised_from_the_files(tmp_path):
     out = tmp_path / "run"
     proc = _start(out, "trials=50")

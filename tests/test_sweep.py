@@ -137,6 +137,7 @@ def test_a_stored_optuna_study_survives_a_kill_and_grows_to_n_trials(tmp_path):
     assert study.best_value == max(t.value for t in done)
 
 
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_validation_metric_comes_from_the_training_sets_only(tmp_path):
     cfg = _compose(
         [*SMALL, "trials=2", "validation.metric=validation_accuracy", "validation.fraction=0.25"]

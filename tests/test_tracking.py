@@ -21,6 +21,7 @@ def _runs(store: Path, experiment="synthetic"):
     return mlflow.search_runs(experiment_names=[experiment])
 
 
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_a_run_logs_config_metrics_rounds_statuses_and_files(tmp_path):
     store = tmp_path / "mlruns"
     cfg = _compose([*QUIET, "trials=2", "tracking=mlflow", f"tracking.uri={store}"])
