@@ -12,7 +12,10 @@ its two-pass custom VJP, a straightforward ``jit(value_and_grad)`` with ``segmen
 floor: the forward codes and their per-set sums alone; medians of ``--repeats`` and the ratios.
 
 ``--cv``: ``GridSearchCV(DPPClassifier(), 6 lambdas, cv=10)`` on 200 generated two-class sets of
-2-13 vectors in 230 dimensions: wall time and the number of XLA compilations.
+2-13 vectors in 230 dimensions: wall time and the number of XLA compilations; where one compiled
+fit's time goes; and the arithmetic floor of the 60 fold fits: their (mu, beta) iterations times
+one value and gradient, and times an ideal batched pass (every member's two contractions as one
+wide matmul, members in lockstep).
 
 ``--select``: ``DPPClassifierCV`` over K in {8, 16, 32, 64} x 6 lambdas, 5 folds, on 100
 generated bags of 2-40 instances in 166 dimensions (shaped like a multiple-instance benchmark),
@@ -223,7 +226,14 @@ def cross_validation(args) -> None:
         f"GridSearchCV(DPPClassifier(random_state=0), l2 in {grid['l2']}, cv=10): "
         f"{6 * 10 + 1} fits, persistent compilation cache off"
     )
-    search = GridSearchCV(DPPClassifier(random_state=0), grid, cv=10)
+    iterations: dict[float, list[int]] = {}  # l2 -> (mu, beta) iterations of its fold fits
+
+    def accuracy(est, X_val, y_val):  # GridSearchCV's default score; records the fit's work
+        steps = est.fit_info_["steps"]
+        iterations.setdefault(est.l2, []).append(int(sum(steps["prototype_iters"])))
+        return est.score(X_val, y_val)
+
+    search = GridSearchCV(DPPClassifier(random_state=0), grid, cv=10, scoring=accuracy)
     start = time.perf_counter()
     with CompileCounter() as counter:
         search.fit(X, y)
@@ -236,7 +246,43 @@ def cross_validation(args) -> None:
         f"wall {wall:.1f} s ({wall / 61:.2f} s per fit) (target <= 45 s): "
         f"{'met' if wall <= 45 else 'NOT met'}"
     )
-    _fit_cost(data.sets, search.best_params_["l2"])
+    eval_s = _fit_cost(data.sets, search.best_params_["l2"])
+    _batched_floor(data.sets, iterations, eval_s)
+
+
+def _batched_floor(sets: RaggedSets, iterations: dict[float, list[int]], eval_s: float) -> None:
+    """The arithmetic of the fold fits' (mu, beta) iterations, one by one and ideally batched.
+
+    The ideal batched program evaluates all members of a lockstep group in one pass whose cost
+    is its two contractions at the width of the whole batch (``[T, D] x [D, B K]`` and back),
+    nothing else; a group runs as many iterations as its slowest member.
+    """
+    from dpp.init import kmeans_centres
+
+    per_l2 = [np.asarray(v) for v in iterations.values()]
+    total, members = int(sum(v.sum() for v in per_l2)), sum(v.size for v in per_l2)
+    layout = sets.bucketed()
+    x = layout.vectors
+    k = 10
+    mu = jnp.asarray(kmeans_centres(np.asarray(sets.vectors), k, 0), x.dtype)
+    wide = jnp.tile(mu, (members, 1))  # [B K, D]: every member's prototypes side by side
+    forward = jax.jit(lambda x, w: x @ w.T)
+    backward = jax.jit(lambda x, g: g.T @ x)
+    g = jnp.ones((x.shape[0], wide.shape[0]), x.dtype)
+    pass_s = np.median(_time(forward, (x, wide), 20)) + np.median(_time(backward, (x, g), 20))
+    member_s = pass_s / members
+    by_l2 = sum(int(v.max()) * v.size for v in per_l2)
+    together = int(max(v.max() for v in per_l2)) * members
+    print(
+        f"the {members} fold fits: {total} (mu, beta) iterations, {total * eval_s:.1f} s of "
+        f"value+grad one by one ({1e3 * eval_s:.2f} ms each, at least one per iteration)"
+    )
+    print(
+        f"ideal batched pass ({members} members' contractions as one, {layout.vectors.shape[0]}"
+        f" rows): {1e3 * member_s:.3f} ms a member; lockstep per l2: {by_l2} member "
+        f"iterations, {by_l2 * member_s:.1f} s; all {members} in one lockstep: {together}, "
+        f"{together * member_s:.1f} s (before line searches, Theta-steps, k-means, compiling)"
+    )
 
 
 def _sequential_cv(base, sets, l2s, ks, cv: int) -> float:
@@ -307,8 +353,8 @@ def select(args) -> None:
     print(f"DPP selection wall {wall:.1f} s (target <= 20 s): {'met' if wall <= 20 else 'NOT met'}")
 
 
-def _fit_cost(sets: RaggedSets, l2: float) -> None:
-    """Where one compiled fit's time goes: its solver iterations times one value and gradient."""
+def _fit_cost(sets: RaggedSets, l2: float) -> float:
+    """Where one compiled fit's time goes; returns the seconds of one value and gradient."""
     from dpp import DPPClassifier
 
     est = DPPClassifier(random_state=0, l2=l2).fit(sets)  # compiled by the search above
@@ -333,6 +379,7 @@ def _fit_cost(sets: RaggedSets, l2: float) -> None:
         f"{1e3 * eval_s:.2f} ms, {flops / eval_s / 1e9:.1f} GFLOP/s; "
         f"(mu, beta) iterations x one value+grad = {proto * eval_s:.2f} s of the fit"
     )
+    return eval_s
 
 
 def stopping(args) -> None:
