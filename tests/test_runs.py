@@ -277,6 +277,7 @@ def test_a_class_too_small_for_the_split_names_the_label_and_the_file(tmp_path):
         run(cfg, output_dir=tmp_path / "run")
 
 
+@pytest.mark.extended  # a subprocess run of the CLI
 def test_a_multirun_value_with_a_path_keeps_its_job_inside_the_sweep(tmp_path):
     sweep = tmp_path / "sweep"
     args = [sys.executable, "experiments/run.py", "-m", f"hydra.sweep.dir={sweep}", *FAST,
