@@ -66,6 +66,7 @@ def test_class_prior_predicts_training_proportions():
 
 
 @needs_data
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_adult_experiment_runs_on_a_subsample(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(

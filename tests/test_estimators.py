@@ -284,6 +284,7 @@ def test_sets_files_npz_and_csv_hold_the_same_sets(tmp_path):
         load_sets_file(str(tmp_path / "missing.npz"))
 
 
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_sets_file_runs_end_to_end_and_its_models_predict(tmp_path):
     npz, csv, _ = _write_files(tmp_path)
     with pytest.raises(ConfigError, match="dataset.path must be set"):

@@ -147,6 +147,7 @@ def test_infoloss_model_encodes_with_learned_centres(infoloss_problem):
 
 
 @needs_data
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_table2_experiment_runs_on_a_subset(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(

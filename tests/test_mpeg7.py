@@ -93,6 +93,7 @@ def test_missing_data_directory_names_the_path(tmp_path):
 
 
 @needs_data
+@pytest.mark.extended  # one of the longest end-to-end runs
 def test_table1_experiment_runs_on_a_subset(tmp_path):
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose(
