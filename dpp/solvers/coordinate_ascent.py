@@ -310,6 +310,15 @@ def classifier_member_bytes(num_sets: int, num_prototypes: int, num_classes: int
     Bytes (float32): the ``[N, C]`` logits, probabilities and their cotangents, and the solver
     state (``2 * memory_size + 6`` copies of the ``[K, C]`` parameters). An estimate, stated
     so that a memory budget can be set.
+
+    Args:
+        num_sets: ``N``, the sets of every fold (held-out ones included).
+        num_prototypes: ``K``.
+        num_classes: ``C``.
+        solver: the Theta-step's solver settings (its ``memory_size``; 10 if it has none).
+
+    Returns:
+        Bytes (int) of one fold's working set.
     """
     params = num_prototypes * num_classes
     memory = getattr(solver, "memory_size", 10)
