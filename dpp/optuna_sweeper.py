@@ -8,8 +8,13 @@ with a larger ``n_trials``, adds only the missing trials to the same study
 ``hydra_plugins.dpp_optuna_sweeper.persistent_optuna_sweeper.PersistentOptunaSweeper``, which
 runs :class:`PersistentOptunaSweeperImpl`).
 
-Trials count when they ended ``COMPLETE``, ``PRUNED`` or ``FAIL``; a trial left ``RUNNING`` by
-a killed sweep is not counted (it is reported, and a new trial takes its place).
+Trials count when they ended ``COMPLETE`` or ``PRUNED``. A ``FAIL`` trial (a job that raised) is
+not counted, so a study always reaches ``n_trials`` trials with a value; a trial left
+``RUNNING`` by a killed sweep is not counted either (both are reported, and new trials take
+their places). Within one invocation Hydra's sweeper still stops at its ``max_failure_rate``.
+
+Alembic (the database migrations of Optuna's RDB storage) logs two INFO lines each time a
+storage opens; its logger is set to WARNING here, so they stay out of a sweep's output.
 """
 
 from __future__ import annotations
@@ -21,10 +26,13 @@ from hydra_plugins.hydra_optuna_sweeper._impl import OptunaSweeperImpl
 from omegaconf import OmegaConf
 
 logger = logging.getLogger(__name__)
+logging.getLogger("alembic").setLevel(logging.WARNING)  # "Context impl SQLiteImpl." etc.
 
 
-def finished_trials(study_name: str, storage) -> tuple[int, int]:
-    """``(finished, running)`` trial counts of a stored study; ``(0, 0)`` if it does not exist.
+def finished_trials(study_name: str, storage) -> tuple[int, int, int]:
+    """``(finished, running, failed)`` trial counts of a stored study (zeros if it is absent).
+
+    ``finished`` counts the ``COMPLETE`` and ``PRUNED`` trials: what ``n_trials`` counts.
 
     Args:
         study_name: the study's name.
@@ -34,17 +42,17 @@ def finished_trials(study_name: str, storage) -> tuple[int, int]:
     import optuna
 
     if storage is None:
-        return 0, 0
+        return 0, 0, 0
     try:
         study = optuna.load_study(study_name=study_name, storage=storage)
     except KeyError:  # optuna 2.10: no study of that name in the storage
-        return 0, 0
+        return 0, 0, 0
     states = [trial.state for trial in study.trials]
-    done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED,
-            optuna.trial.TrialState.FAIL)  # fmt: skip
+    state = optuna.trial.TrialState
     return (
-        sum(state in done for state in states),
-        sum(state == optuna.trial.TrialState.RUNNING for state in states),
+        sum(s in (state.COMPLETE, state.PRUNED) for s in states),
+        sum(s == state.RUNNING for s in states),
+        sum(s == state.FAIL for s in states),
     )
 
 
@@ -53,20 +61,22 @@ class PersistentOptunaSweeperImpl(OptunaSweeperImpl):
 
     def sweep(self, arguments):
         """Runs ``n_trials`` minus the finished trials of the stored study, then Hydra's sweep."""
-        finished, running = finished_trials(self.study_name, self.storage)
-        if finished or running:
+        finished, running, failed = finished_trials(self.study_name, self.storage)
+        if finished or running or failed:
+            others = [f"{running} left running by an interrupted sweep"] if running else []
+            others += [f"{failed} failed (not counted)"] if failed else []
             logger.info(
                 "study %r in %s holds %d finished trial(s)%s; n_trials=%d: %d to run",
                 self.study_name,
                 self.storage,
                 finished,
-                f" and {running} left running by an interrupted sweep" if running else "",
+                "".join(f", {o}" for o in others),
                 self.n_trials,
                 max(self.n_trials - finished, 0),
             )
-        if finished:
-            self._reseed(finished)
-        self.job_idx = finished + running  # job folders continue the study's trial numbers
+        if finished or failed:
+            self._reseed(finished + failed)
+        self.job_idx = finished + running + failed  # job folders continue the trial numbers
         self.n_trials = max(self.n_trials - finished, 0)
         return super().sweep(arguments)
 

@@ -76,6 +76,22 @@ def test_launcher_runs_jobs_into_folders_named_by_overrides_and_collect_tables_t
     assert paths["png"].stat().st_size > 1000
 
 
+def test_a_failed_trial_is_not_a_finished_one_toward_n_trials(tmp_path):
+    """Issue 36: a study that holds one failed trial still runs every trial n_trials asks for."""
+    import optuna
+
+    from dpp.optuna_sweeper import finished_trials
+
+    storage = f"sqlite:///{tmp_path / 'study.db'}"
+    assert finished_trials("s", storage) == (0, 0, 0)
+    study = optuna.create_study(study_name="s", storage=storage)
+    study.optimize(lambda trial: trial.suggest_float("x", 0, 1), n_trials=1)
+    with pytest.raises(RuntimeError):
+        study.optimize(lambda trial: (_ for _ in ()).throw(RuntimeError("job")), n_trials=1)
+    assert [t.state.name for t in study.trials] == ["COMPLETE", "FAIL"]
+    assert finished_trials("s", storage) == (1, 0, 1)
+
+
 @pytest.mark.extended
 def test_optuna_sweeper_maximises_the_validation_metric_the_run_returns(tmp_path):
     proc = _multirun(
