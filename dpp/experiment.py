@@ -44,6 +44,10 @@ from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
 
+#: When this module was imported: earlier than any run folder a launch of this process makes
+#: (Hydra makes it before calling the task), so a refused launch can remove its own, empty one.
+_IMPORTED_AT = time.time()
+
 
 class _NoMissingBackendNotice(logging.Filter):
     """Drops JAX's INFO notice that an absent accelerator backend (TPU, ...) did not start.
@@ -137,7 +141,7 @@ def _kl_bits(out: Path, records: list[dict], name: str):
 
 
 # ---------------------------------------------------------------------- run
-def _run_suite(cfg: DictConfig, output_dir) -> dict:
+def _run_suite(cfg: DictConfig, out: Path) -> dict:
     """``experiment=suite``: every method on every task of :mod:`dpp.suite`, in the run folder.
 
     The folder gets ``config.yaml``, the run's log, ``suite.json`` (with its status),
@@ -147,7 +151,6 @@ def _run_suite(cfg: DictConfig, output_dir) -> dict:
     """
     suite = cfg.suite
     check_suite(suite.tasks, suite.methods, suite.folds)  # before any folder is touched
-    out = _output_dir(output_dir)
     enable_persistent_cache(cfg.get("compilation_cache"))
 
     def accepted() -> None:  # a refused run leaves the folder as it was
@@ -169,7 +172,8 @@ def _run_suite(cfg: DictConfig, output_dir) -> dict:
     return results
 
 
-def _output_dir(output_dir) -> Path:
+def _output_path(output_dir) -> Path:
+    """The run folder: ``output_dir``, else Hydra's, else ``outputs/<date>_<time>``; not made."""
     if output_dir is None:
         from hydra.core.hydra_config import HydraConfig
 
@@ -178,9 +182,7 @@ def _output_dir(output_dir) -> Path:
             if HydraConfig.initialized()
             else Path("outputs") / time.strftime("%Y-%m-%d_%H-%M-%S")
         )
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    return Path(output_dir)
 
 
 def validation_value(records: list[dict], metric: str | None) -> float | None:
@@ -393,33 +395,45 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         RunInterrupted: SIGTERM or SIGINT; ``status = "interrupted"``.
         ValueError, FileNotFoundError: for bad data; ``status = "failed"``.
     """
-    check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
-    if cfg.get("suite") is not None:
-        return _run_suite(cfg, output_dir)
-    launch = run_folder.Launch.current()
-    run_folder.check_overrides(launch)
-    distributed = initialize_distributed(**cfg.distributed)  # before JAX starts its backends
-    _check_devices(cfg.devices)
-    out = _output_dir(output_dir)
-    if distributed and jax.process_index() > 0:  # every process fits; process 0 owns the folder
-        out = out / f"process{jax.process_index()}"
-        out.mkdir(exist_ok=True)
-    accepted = run_folder.accept(out, cfg, launch)  # refuses before anything is written
-    cfg = accepted.cfg
-    if accepted.resumed:
+    out = _output_path(output_dir)
+    try:  # a launch refused before it starts leaves no folder behind
         check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
-    enable_persistent_cache(cfg.get("compilation_cache"))
+        if cfg.get("suite") is not None:
+            return _run_suite(cfg, out)
+        launch = run_folder.Launch.current()
+        run_folder.check_overrides(launch)
+        distributed = initialize_distributed(**cfg.distributed)  # before JAX starts its backends
+        _check_devices(cfg.devices)
+        if distributed and jax.process_index() > 0:  # every process fits; process 0 owns out
+            out = out / f"process{jax.process_index()}"
+        accepted = run_folder.accept(out, cfg, launch)  # refuses before anything is written
+        cfg = accepted.cfg
+        if accepted.resumed:
+            check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
+    except BaseException:
+        run_folder.discard_unused(out, _IMPORTED_AT)
+        raise
     methods = method_configs(cfg)
     records = _kept_records(out, cfg, methods, accepted.previous)
+    kept = {r["trial"] for r in records}
+    if accepted.resumed and run_folder.is_complete(accepted.previous, kept, cfg.trials):
+        logger.info(
+            "%s is complete (%d of %d trials recorded): nothing to resume, nothing changed",
+            out, len(kept), cfg.trials,
+        )  # fmt: skip
+        return accepted.previous
+    out.mkdir(parents=True, exist_ok=True)
+    enable_persistent_cache(cfg.get("compilation_cache"))
     run_folder.record(out, accepted, launch)
-    tracker = tracking.start(cfg, out)
     for note in accepted.notes:
         logger.info("resuming %s: %s", out, note)
     start = time.perf_counter()
     header = _header(cfg, methods, records, out, accepted.resumed)
+    tracker = None
     with Heartbeat(out), _signals_interrupt(), _fit_warnings_logged():
         try:
             write_results(out, header, records, "running", warnings=run_warnings(records))
+            tracker = tracking.start(cfg, out)  # its failure is a failed run, with its record
             _run_trials(cfg, out, header, records, tracker, start)
             results = _complete(cfg, out, header, records, start)
             if tracker is not None:

@@ -323,12 +323,15 @@ def _fit_fields(estimator) -> dict:
 def summary_line(record: dict) -> str:
     """One line per fitted method of a trial.
 
-    Accuracy, test log-likelihood, KL in bits (soft labels), fit seconds and status.
+    The method's ``K`` (where it has prototypes), accuracy, test log-likelihood, KL in bits
+    (soft labels), fit seconds and status.
     """
     kl = f"  KL {record['kl_bits']:.4f} bits" if "kl_bits" in record else ""
     status = record.get("fit_status")
+    k = f"K={record['K']}" if "K" in record else ""
     return (
-        f"trial {record['trial']} {record['method']:<12} accuracy {100 * record['accuracy']:.2f}%"
+        f"trial {record['trial']} {record['method']:<12} {k:<6} "
+        f"accuracy {100 * record['accuracy']:.2f}%"
         f"  test log-lik {record['test_log_likelihood']:.4f}{kl}"
         f"  fit {record['fit_seconds']:.1f} s{'' if status is None else f'  ({status})'}"
     )

@@ -297,6 +297,45 @@ def _compare_named(out, cfg, recorded, launch: Launch, recorded_choices):
     return effective, named_trials
 
 
+def discard_unused(out: Path, since: float) -> bool:
+    """Removes ``out`` if it is an empty folder made at or after ``since``: a refused launch's.
+
+    Hydra makes a run's folder before dpp sees the run; a launch refused before it starts (a bad
+    config value, a folder it may not use, a bad ``devices``) writes nothing in it, and would
+    otherwise leave it behind, empty. A folder that holds anything, or that is older than
+    ``since`` (one the user made), is kept.
+
+    Args:
+        out: the run folder.
+        since: a time (seconds since the epoch) before the launch made its folder.
+
+    Returns:
+        Whether the folder was removed.
+    """
+    try:
+        if not out.is_dir() or any(out.iterdir()) or out.stat().st_mtime < since - 1.0:
+            return False
+        out.rmdir()
+    except OSError:  # another process wrote into it meanwhile: keep it
+        return False
+    return True
+
+
+def is_complete(previous: dict | None, kept_trials: set[int], trials: int) -> bool:
+    """Whether a resumed run has nothing left to do: recorded ``complete`` with every trial kept.
+
+    Args:
+        previous: the run's ``results.json`` (``None``: no results).
+        kept_trials: the trials whose records (every method) and files are on disk.
+        trials: the trials the resumed run asks for.
+    """
+    return (
+        previous is not None
+        and previous.get("status") == "complete"
+        and kept_trials >= set(range(trials))
+    )
+
+
 # ---------------------------------------------------------------------- record
 def _write(path: Path, text: str) -> None:
     """Writes ``text`` to ``path`` atomically (a temporary file renamed over it)."""

@@ -241,7 +241,8 @@ def run_suite(
     ``suite.json`` holds the process's pid, host and start time and ``heartbeat.json`` is
     refreshed while it lives (:class:`dpp.reporting.Heartbeat`), so a ``running`` left by a
     killed process can be told apart. With ``resume`` every task that ``suite.json`` holds is
-    kept and the others run.
+    kept and the others run; a complete run that holds every task asked for is left as it is,
+    and one line says so.
 
     Args:
         out: the run directory.
@@ -269,10 +270,14 @@ def run_suite(
     header = {"experiment": "suite", "tasks": tasks, "folds": int(folds), "seed": int(seed)}
     header["methods"] = methods
     records = _kept_records(path, header, resume)
+    previous = json.loads(path.read_text()) if records else None
+    done = {r["task"] for r in records}
+    if previous is not None and previous.get("status") == "complete" and done >= set(tasks):
+        log(f"{out} is complete ({len(done)} tasks recorded): nothing to resume, nothing changed")
+        return previous
     out.mkdir(parents=True, exist_ok=True)
     if on_accepted is not None:
         on_accepted()
-    done = {r["task"] for r in records}
     start = time.perf_counter()
     header.update(process_identity())  # with heartbeat.json: a killed run's "running" is stale
 

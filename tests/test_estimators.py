@@ -295,6 +295,8 @@ def test_sets_file_runs_end_to_end_and_its_models_predict(tmp_path):
         results[path.suffix] = run(cfg, output_dir=tmp_path / path.suffix[1:])
     a, b = (results[s]["trials"] for s in (".npz", ".csv"))
     assert [r["accuracy"] for r in a] == [r["accuracy"] for r in b]
+    # issue 36: your own sets get the estimators' K, and the records say so
+    assert {r["K"] for r in a if "K" in r} == {DPPClassifier().n_prototypes}
     model = load(tmp_path / "csv" / "models" / "dpp.npz")
     assert list(model.classes_) == ["neg", "pos"]  # the dataset's class names
     data = load_sets_file(str(npz))

@@ -40,7 +40,7 @@ def test_cli_and_python_defaults_are_the_same(model, optimizer):
     python = ESTIMATORS[model](optimizer=optimizer)
     expected = python.get_params()
     got = estimator.get_params()
-    # the root config's one experiment choice: the default run is section 4.1's K = 2
+    # the default dataset's one model choice: section 4.1's K = 2 (configs/dataset/synthetic)
     assert got.pop("n_prototypes") == 2
     expected.pop("n_prototypes")
     # the trial standardises the sets itself, as the dataset config says (synthetic: no)
@@ -53,6 +53,18 @@ def test_cli_and_python_defaults_are_the_same(model, optimizer):
         assert python.set_params(optimizer_options=got_options).fit_settings() == (
             estimator.fit_settings()
         )
+
+
+@pytest.mark.parametrize("dataset", ["sets_file", "generated"])
+def test_a_dataset_without_a_paper_k_fits_the_estimators_default_k(dataset, tmp_path):
+    """Issue 36: the root config's K = 2 (section 4.1's) used to apply to your own sets too."""
+    path = [f"dataset.path={tmp_path / 'sets.npz'}"] if dataset == "sets_file" else []
+    cfg = _compose([f"dataset={dataset}", *path])
+    methods = trial_settings(cfg).methods
+    default = ESTIMATORS["dpp"]().n_prototypes
+    assert methods["dpp"].n_prototypes == methods["standard"].n_prototypes == default == 10
+    assert methods["bag_of_words"].n_prototypes == default
+    assert _compose(["experiment=synthetic"]).model.n_prototypes == 2  # the paper's K stays
 
 
 @pytest.mark.parametrize("experiment", _group_options("experiment"))

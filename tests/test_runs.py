@@ -249,10 +249,32 @@ def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
     assert len(results["trials"]) == 2 * 2  # two trials of two methods
 
 
-def test_an_added_key_and_too_many_devices_are_one_line_before_anything_is_written(tmp_path):
+def test_refused_launches_are_one_line_and_leave_no_folder_behind(tmp_path):
+    """Issue 36: Hydra makes the run folder first; every refused launch used to leave it, empty
+    (9 of them after a round of bad inputs, on which scripts/status.py exited 2)."""
     _one_line_error(_cli(tmp_path / "a", "+foo=1"), "+foo=1: dpp reads no key 'foo'")
     _one_line_error(_cli(tmp_path / "b", "devices=3"), "devices=3 but JAX sees 1 cpu device(s)")
-    assert not any((tmp_path / name).exists() and any((tmp_path / name).iterdir()) for name in "ab")
+    _one_line_error(_cli(tmp_path / "c", "model.l2=-1"), "model.l2 must be a finite number >= 0")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    mine = tmp_path / "mine"  # a folder the user made before the launch is theirs: kept
+    mine.mkdir()
+    os.utime(mine, (time.time() - 60, time.time() - 60))
+    _one_line_error(_cli(mine, "model.l2=-1"), "model.l2 must be a finite number >= 0")
+    assert mine.is_dir() and not any(mine.iterdir())
+
+
+def test_resuming_a_complete_run_changes_nothing_on_disk(tmp_path, caplog):
+    """Issue 36: resume=true on a complete run rewrote results.json (wall_seconds 9.4 -> 0.59 s,
+    started_at and pid replaced), losing the record of the original run."""
+    first = run(_compose([*FAST, "figures=[]", "verbose=false"]), output_dir=tmp_path)
+    before = _snapshot(tmp_path)
+    with caplog.at_level("INFO", logger="dpp.experiment"):
+        again = run(_compose([*FAST, "figures=[]", "verbose=false", "resume=true"]), tmp_path)
+    assert _snapshot(tmp_path) == before  # byte for byte
+    assert again == first
+    lines = [r.getMessage() for r in caplog.records if "nothing to resume" in r.getMessage()]
+    assert lines == [f"{tmp_path} is complete (1 of 1 trials recorded): nothing to resume, "
+                     "nothing changed"]  # fmt: skip
 
 
 def test_k_beyond_the_training_vectors_is_a_config_error_before_k_means(tmp_path):

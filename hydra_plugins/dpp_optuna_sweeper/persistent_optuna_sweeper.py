@@ -3,7 +3,13 @@
 The logic is in :mod:`dpp.optuna_sweeper`; Optuna is imported only when a sweep starts.
 """
 
+import logging
+
 from hydra_plugins.hydra_optuna_sweeper.optuna_sweeper import OptunaSweeper
+
+# alembic (Optuna's database migrations) logs "setup plugin ..." and "Context impl ..." at INFO
+# when it is imported and when a storage opens: noise in a sweep's output
+logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 class PersistentOptunaSweeper(OptunaSweeper):
