@@ -14,7 +14,13 @@ and one warning category, :class:`FitWarning`: a fit ended with a status that is
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 from sklearn.exceptions import ConvergenceWarning
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 class ConfigError(ValueError):
@@ -41,6 +47,23 @@ class FitWarning(ConvergenceWarning):
     (which candidate of a search it came from), the status and the reason. The fitted estimator
     keeps the status in ``fit_info_``.
     """
+
+
+def warn_caller(message: str, category: type[Warning] = None) -> None:
+    """Issues a warning attributed to the first caller outside the dpp package.
+
+    ``warnings.warn`` with a fixed ``stacklevel`` points at whichever dpp frame happens to be
+    that many calls up (a ``FitWarning`` used to name ``dpp/estimators/dpp.py:193``); this one
+    names the user's line (or scikit-learn's, inside ``GridSearchCV``), whatever the depth.
+
+    Args:
+        message: the warning's text.
+        category: the warning class (default :class:`FitWarning`).
+    """
+    frame, level = sys._getframe(1), 2  # level 1 is this function, 2 its caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category or FitWarning, stacklevel=level)
 
 
 class RunInterrupted(BaseException):

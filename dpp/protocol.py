@@ -135,6 +135,7 @@ def _selection_info(search: DPPClassifierCV, kind: str, groups, seconds: float) 
         "l2_folds": "groups of blocks" if groups is not None else "sets",
         "l2_grid": [float(v) for v in results["param_l2"]],
         "l2_cv_scores": results["mean_test_score"].tolist(),
+        "l2_cv_fit_status": [str(v) for v in results["fit_status"]],
         "l2_position": search.best_position_,
         "l2_added": search.l2s_added_,
         "cv_prior_score": search.prior_score_,

@@ -127,6 +127,32 @@ class PathChoice(NamedTuple):
     added: list[float]
 
 
+#: Positions of a choice at an end of the values scored (:func:`dpp.selection.choose_on_path`).
+EDGES = ("strongest edge", "weakest edge")
+
+
+def edge_message(owner: str, name: str, choice: PathChoice, max_extensions: int) -> str:
+    """The warning of a selection whose choice lies at an edge after its last extension.
+
+    Args:
+        owner: the estimator's class name.
+        name: the parameter chosen (``l2``, ``C``).
+        choice: the :class:`~dpp.selection.PathChoice` (its ``values`` run strongest first).
+        max_extensions: the extensions allowed on each side.
+
+    Returns:
+        One sentence naming the chosen value, the edge and every value scored.
+    """
+    best = choice.values[choice.best]
+    scored = ", ".join(f"{v:.3g}" for v in choice.values)
+    return (
+        f"{owner}: the chosen {name} = {best:.3g} lies at the {choice.position} of the values "
+        f"scored [{scored}] (strongest first), after max_extensions = {max_extensions} "
+        f"extension(s) on each side ({len(choice.added)} added): the best value may lie "
+        "beyond it; widen the grid or allow more extensions"
+    )
+
+
 def _next_value(values: list[float], strongest: bool) -> float | None:
     """One geometric step beyond the strongest or weakest value (``None``: cannot go on)."""
     if strongest:

@@ -5,9 +5,17 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from dpp import BagOfWordsClassifier, DPPClassifier, DPPClassifierCV, PoolingClassifier
+from dpp import (
+    BagOfWordsClassifier,
+    DPPClassifier,
+    DPPClassifierCV,
+    FitWarning,
+    PoolingClassifier,
+    StandardPrototypeClassifier,
+)
 from dpp.baselines.pooling import pool_sets
 from dpp.metrics import weighted_score
+from dpp.model import STATUSES
 from dpp.selection import choose_on_path
 from dpp.sets import RaggedSets
 
@@ -168,6 +176,35 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
     # the prior of equal classes scores log(1/2) on every fold
     assert search.prior_score_ == pytest.approx(np.log(0.5))
     assert search.beats_prior_ == (search.best_score_ > search.prior_score_)
+    # issue 36: every candidate says which statuses its fold fits ended with
+    results = search.cv_results_
+    for c in range(len(l2s)):
+        folds = [results[f"split{f}_fit_status"][c] for f in range(2)]
+        assert set(folds) <= set(STATUSES) and results["fit_status"][c] == "/".join(
+            sorted(set(folds))
+        )
+
+
+def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_callers_line():
+    """Issue 36: DPPClassifierCV chose l2 = 1e-6, its weakest edge after every extension, and
+    only best_position_ said so."""
+    X, y = _sets(np.random.default_rng(5), 48)
+    base = StandardPrototypeClassifier(n_prototypes=3)
+    search = DPPClassifierCV(base, l2s=[1e3, 1e4], cv=2, max_extensions=2, select_rounds=False)
+    with pytest.warns(FitWarning) as caught:
+        search.fit(X, y)
+    (edge,) = [w for w in caught if "edge" in str(w.message)]
+    assert str(edge.message).startswith(
+        "DPPClassifierCV: the chosen l2 = 10 lies at the weakest edge of the values scored "
+        "[1e+04, 1e+03, 100, 10] (strongest first), after max_extensions = 2 extension(s)"
+    )
+    assert edge.filename == __file__  # the caller's line, not dpp's
+    assert search.best_position_ == "weakest edge"
+    assert list(search.cv_results_["fit_status"]) == ["converged"] * 4
+    # the pooled baselines say the same of their C
+    message = r"PoolingClassifier: the chosen C = \S+ lies at the \w+ edge of the values scored "
+    with pytest.warns(FitWarning, match=message + r"\[1e\+03, 1e\+04\]"):
+        PoolingClassifier(Cs=[1e3, 1e4], max_extensions=0).fit(X, y)
 
 
 def test_weighted_score_counts_only_classes_with_label_mass():

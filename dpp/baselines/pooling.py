@@ -32,10 +32,11 @@ from threadpoolctl import threadpool_limits
 
 from dpp import params as check
 from dpp.baselines.standard import hard_code_model
+from dpp.errors import warn_caller
 from dpp.estimators.base import SCORINGS, _store, labelled_sets, prediction_sets
 from dpp.init import kmeans_centres
 from dpp.metrics import weighted_score
-from dpp.selection import MAX_EXTENSIONS, choose_on_path, cv_splits
+from dpp.selection import EDGES, MAX_EXTENSIONS, choose_on_path, cv_splits, edge_message
 from dpp.sets import RaggedSets
 from dpp.units import Affine
 
@@ -215,6 +216,9 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         )
         self.C_ = 1.0 / choice.values[choice.best]
         self.C_position_ = choice.position
+        if choice.position in EDGES:  # values are strengths 1 / C: say it in C
+            in_c = choice._replace(values=[1.0 / v for v in choice.values])
+            warn_caller(edge_message(type(self).__name__, "C", in_c, self.max_extensions))
         self.Cs_added_ = [1.0 / s for s in choice.added]
         self.cv_results_ = {
             "param_C": np.array([1.0 / s for s in choice.values]),

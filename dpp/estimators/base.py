@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import warnings
 from pathlib import Path
 from typing import ClassVar
 
@@ -18,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
 from dpp import params as check
-from dpp.errors import FitWarning, NonFiniteResultError
+from dpp.errors import NonFiniteResultError, warn_caller
 from dpp.init import kmeans_centres
 from dpp.model import CLEAN_STATUSES, FittedModel
 from dpp.reporting import jsonable
@@ -263,7 +262,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         if status is None or status in CLEAN_STATUSES:
             return
         message = f"{self._describe()}: fit {status}: {self.fit_info_.get('status_reason')}"
-        warnings.warn(message, FitWarning, stacklevel=3)
+        warn_caller(message)  # names the caller's line, not dpp's
 
     def _describe(self) -> str:
         """``Name(param=value, ...)``, naming the model: ``n_prototypes``, ``l2``, changed values.

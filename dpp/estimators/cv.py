@@ -12,12 +12,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
-from dpp.errors import NonFiniteResultError
+from dpp.errors import NonFiniteResultError, warn_caller
 from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_sets
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
 from dpp.metrics import weighted_score
-from dpp.selection import choose_on_path, cv_splits
+from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import fit_classifier_paths
@@ -67,11 +67,15 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
-    ``rank_test_score``, ``mean_fit_time``; values added beyond the grid are candidates too),
+    ``rank_test_score``, ``mean_fit_time``; values added beyond the grid are candidates too;
+    ``split<i>_fit_status``, the status of each fold's fit, and ``fit_status``, the distinct
+    statuses of a candidate's fold fits joined by ``/``: which candidate each status came from),
     ``best_rounds_`` (the chosen number of rounds, ``None`` without ``select_rounds``; the
     ``rounds`` entry of ``cv_results_`` gives each candidate's best round),
     ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only value``:
-    where the chosen ``l2`` lies among those scored for its ``K``), ``l2s_added_``,
+    where the chosen ``l2`` lies among those scored for its ``K``; a choice at an edge after the
+    last extension is also a :class:`~dpp.errors.FitWarning` naming the edge and the values),
+    ``l2s_added_``,
     ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
     training label) and ``beats_prior_`` (``best_score_ > prior_score_``),
     ``best_estimator_`` (refitted), and the fitted
@@ -146,6 +150,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         best_key = self._set_results(search, len(folds))
         self.best_position_ = choice.position  # the best is best_k's: only its path grew
         self.l2s_added_ = list(choice.added)
+        if choice.position in EDGES:
+            warn_caller(edge_message(type(self).__name__, "l2", choice, self.max_extensions))
         self.prior_score_ = float(
             np.mean([_prior_score(part, held, self.scoring) for part, held in search.parts])
         )
@@ -218,6 +224,16 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
                 if search.by_round
                 else {}
             ),
+            **{
+                f"split{f}_fit_status": np.array(
+                    [search.statuses[c][f] for c in candidates], dtype=object
+                )
+                for f in range(num_folds)
+            },
+            "fit_status": np.array(
+                ["/".join(sorted({str(s) for s in search.statuses[c]})) for c in candidates],
+                dtype=object,
+            ),
         }
         self.best_params_ = dict(self.cv_results_["params"][best])
         self.best_score_ = float(mean[best])
@@ -284,6 +300,8 @@ class _Search:
         self.scores: dict[tuple[int, float], np.ndarray] = {}
         self.rounds: dict[tuple[int, float], int] = {}
         self.seconds: dict[tuple[int, float], float] = {}
+        #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_info_["status"]``)
+        self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
 
     def cross_validate(self, k: int, path: list[float], warm: bool) -> None:
@@ -309,8 +327,10 @@ class _Search:
                 if self.by_round:
                     est.fit(part, validation_sets=held)
                     by_fold.append(((k, l2), _scores_by_round(est)))
+                    self._status(k, l2, f, est.fit_info_.get("status"))
                 else:
                     est.fit(part)
+                    self._status(k, l2, f, est.fit_info_.get("status"))
                     score = weighted_score(
                         est.predict_log_proba(held), held.labels, held.weights, self.scoring
                     )
@@ -324,6 +344,9 @@ class _Search:
             best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
             self.scores[key], self.rounds[key] = per_round[:, best], best
         self._log(k, path)
+
+    def _status(self, k: int, l2: float, fold: int, status) -> None:
+        self.statuses.setdefault((k, l2), [None] * len(self.parts))[fold] = status
 
     def _theta_steps(self, k: int, path: list[float]) -> None:
         """Scores ``(k, l2)`` for every ``l2`` of ``path``: the folds' Theta-steps as one program.
@@ -372,6 +395,8 @@ class _Search:
             fitted[value] = thetas[:, j]
             scores = np.zeros(len(self.folds))
             for f, (_, val_idx) in enumerate(self.folds):
+                capped = iterations[f, j] >= solver.max_iter
+                self._status(k, value, f, "iteration_limit" if capped else "converged")
                 if not np.all(np.isfinite(thetas[f, j])):
                     raise NonFiniteResultError(
                         f"{type(self.base).__name__} fit of CV fold {f} at l2={value:.3g} "
@@ -385,8 +410,9 @@ class _Search:
             self.seconds[k, value] = self.seconds.get((k, value), 0.0) + elapsed
 
     def _log(self, k: int, path: list[float]) -> None:
+        """One DEBUG line per candidate (a run's INFO log keeps one line per fold and method)."""
         for l2 in path:
-            logger.info(
+            logger.debug(
                 "K=%d l2=%.3g: validation %s %s%s",
                 k,
                 l2,
