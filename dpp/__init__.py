@@ -11,15 +11,16 @@ Start with :class:`DPPClassifier` (scikit-learn API over lists of ``[M_n, D]`` a
 
 import importlib as _importlib
 
-from dpp.baselines.pooling import BagOfWordsClassifier, PoolingClassifier
 from dpp.classifier import log_predictive, predict_proba
 from dpp.encoding import encode_hard, encode_soft, hard_assignment, pool, soft_assignment
 from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError, NonFiniteResultError
 from dpp.estimators import (
+    BagOfWordsClassifier,
     ClassPriorClassifier,
     DPPClassifier,
     DPPClassifierCV,
     InfoLossClassifier,
+    PoolingClassifier,
     StandardPrototypeClassifier,
 )
 from dpp.likelihood import BetaPrior, Params, mean_log_likelihood, objective, set_log_likelihood
@@ -38,7 +39,7 @@ MODULES = (
     "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
     "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
     "units", "model_file", "estimators.base", "estimators.dpp", "estimators.baselines",
-    "estimators.cv", "estimators.io",
+    "estimators.cv", "estimators.io", "estimators.pooled",
     "selection", "sets", "sharding", "solvers", "splits", "suite", "sweep", "tables", "tracking",
 )  # fmt: skip
 #: Modules of an optional extra, loaded where they are used: ``optuna_sweeper`` (the ``sweep``

@@ -15,8 +15,7 @@ import inspect
 
 from hydra.core.config_store import ConfigStore
 
-from dpp.baselines.pooling import POOLED_ESTIMATORS
-from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, DPPClassifier
+from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, POOLED_ESTIMATORS, DPPClassifier
 from dpp.params import check_table
 from dpp.solvers.options import OPTIMIZERS, optimizer_options
 

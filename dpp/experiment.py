@@ -32,7 +32,6 @@ from dpp.compilation import enable_persistent_cache
 from dpp.config_check import check_config
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
-from dpp.estimators import PrototypeClassifier
 from dpp.experiment_settings import method_configs, trial_settings
 from dpp.model import CLEAN_STATUSES
 from dpp.protocol import Trial, run_trial
@@ -292,7 +291,8 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
     Each estimator was fitted on the trial's raw training sets with the trial's preprocessing
     (``preprocess``), so the file predicts on sets in the dataset loader's units (what
     ``scripts/predict.py`` reads). The dataset's class names become ``classes_`` of the saved
-    copy. Methods without a model file (the pooled logistic-regression baselines) are not saved.
+    copy. Every method of :data:`dpp.estimators.ESTIMATORS` writes one (the pooled and
+    bag-of-words regressions too); an estimator class without ``save`` is skipped.
     """
     paths = {}
     for name, estimator in trial.estimators.items():
@@ -308,7 +308,7 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
 
 def saves_model(cls) -> bool:
     """Whether a method's estimator class writes a model file (:mod:`dpp.persist`)."""
-    return issubclass(cls, PrototypeClassifier)
+    return callable(getattr(cls, "save", None))
 
 
 def _check_devices(devices) -> None:

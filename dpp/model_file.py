@@ -115,8 +115,33 @@ def bad(path: Path, field: str, problem: str) -> ModelFileError:
     return ModelFileError(f"{path}: {field} {problem}".rstrip())
 
 
+#: The first bytes of a ZIP archive (an ``.npz``) and of a NumPy ``.npy`` array.
+_ZIP, _NPY = b"PK\x03\x04", b"\x93NUMPY"
+#: The first byte of a pickle (protocol 2 and later).
+_PICKLE = b"\x80"
+
+
+def _kind_of(path: Path) -> str | None:
+    """Why ``path`` cannot be a model file judging by its first bytes, or ``None`` if it may be."""
+    with open(path, "rb") as f:
+        start = f.read(512)
+    if start.startswith((_ZIP, _NPY, _PICKLE)):
+        return None
+    if not start:
+        return "it is empty"
+    try:
+        text = start.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not an .npz archive"
+    first = text.splitlines()[0][:60] if text.strip() else ""
+    return f"it is a text file (it begins {first!r}), not an .npz archive"
+
+
 def _read(path: Path) -> tuple[dict, dict]:
     """The arrays and the JSON header of a model file, or :class:`ModelFileError`."""
+    kind = _kind_of(path)
+    if kind is not None:  # NumPy would call a text file "pickled data"
+        raise ModelFileError(f"{path} is not a dpp model file: {kind}")
     try:
         with np.load(path, allow_pickle=False) as data:
             if not hasattr(data, "files"):

@@ -27,11 +27,11 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
-from dpp.baselines.pooling import BagOfWordsClassifier, PoolingClassifier
 from dpp.datasets.base import Dataset
 from dpp.datasets.suite import make_digit_patches, make_proportion, make_witness
 from dpp.errors import ConfigError, FitWarning, RunInterrupted
 from dpp.estimators import DPPClassifier, DPPClassifierCV, StandardPrototypeClassifier
+from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
 from dpp.metrics import evaluate
 from dpp.reporting import Heartbeat, process_identity
 

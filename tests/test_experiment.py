@@ -2,18 +2,21 @@
 
 import json
 
+import numpy as np
 import pytest
 from conftest import CONFIG_DIR
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from dpp.baselines.pooling import POOLED_ESTIMATORS
+import dpp
 from dpp.datasets.base import Dataset
-from dpp.estimators import ESTIMATORS, StandardPrototypeClassifier
+from dpp.estimators import ESTIMATORS, POOLED_ESTIMATORS, StandardPrototypeClassifier
 from dpp.experiment import run
 from dpp.experiment_settings import trial_settings
 
+#: a few 2-D sets to predict on (the synthetic data's dimension)
+X_FEW = [np.random.default_rng(0).normal(size=(m, 2)) for m in (1, 3, 7)]
 FAST = [
     "model.max_rounds=3",
     "optimizer.max_iter=10",
@@ -128,13 +131,17 @@ def test_run_writes_results_table_and_figures(tmp_path):
     assert on_disk["status"] == "complete"
     methods = ["dpp", "standard", "pooling", "bag_of_words"]
     assert [r["method"] for r in on_disk["trials"]] == methods
+    # issue 36: every method's model is saved, the pooled baselines' too
+    for method in methods:
+        assert dpp.load(tmp_path / "models" / f"{method}.npz").predict_proba(X_FEW).shape[1] == 2
     for record in on_disk["trials"]:
         assert 0.0 <= record["accuracy"] <= 1.0
         assert record["test_log_likelihood"] < 0
         assert record["fit_seconds"] > 0
         assert record["num_train"] == 8 and record["num_test"] == 32
-    # the first trial's models (the pooled baselines have no model file)
-    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["dpp.npz", "standard.npz"]
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == sorted(
+        f"{m}.npz" for m in methods
+    )  # the first trial's models
     assert set(on_disk["summary"]) == set(methods)
     assert "| dpp | 1 |" in (tmp_path / "table.md").read_text()
     assert results["summary"] == on_disk["summary"]

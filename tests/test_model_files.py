@@ -27,11 +27,14 @@ def files(tmp_path_factory):
     dpp_model = dpp.DPPClassifier(
         n_prototypes=3, standardize=True, pca_components=3, max_rounds=2, per_prototype_beta=True
     ).fit(X, np.arange(36) % 3)
-    standard = dpp.StandardPrototypeClassifier(n_prototypes=4).fit(X, Y)
-    paths = {"dpp": folder / "dpp.npz", "standard": folder / "standard.npz"}
-    dpp_model.save(paths["dpp"])
-    standard.save(paths["standard"])
-    return {name: path.read_bytes() for name, path in paths.items()}
+    fitted = {
+        "dpp": dpp_model,
+        "standard": dpp.StandardPrototypeClassifier(n_prototypes=4).fit(X, Y),
+        "pooling": dpp.PoolingClassifier(Cs=[1.0], max_extensions=0).fit(X, Y),
+        "bag_of_words": dpp.BagOfWordsClassifier(n_prototypes=4, Cs=[1.0], max_extensions=0)
+        .fit(X, np.arange(36) % 3),
+    }  # fmt: skip
+    return {name: est.save(folder / f"{name}.npz").read_bytes() for name, est in fitted.items()}
 
 
 def _members(data: bytes) -> dict:
@@ -124,6 +127,39 @@ def test_arrays_are_checked_against_each_other(files, tmp_path, name, value, mes
     assert message in str(err.value)
 
 
+def test_a_text_file_is_named_as_one(tmp_path):
+    """Issue 36: a CSV given as a model file was said to hold 'pickled Python objects'."""
+    path = tmp_path / "sets.csv"
+    path.write_text("set_id,label,f0\n0,a,1.5\n")
+    with pytest.raises(ModelFileError) as err:
+        dpp.load(path)
+    assert str(err.value) == (
+        f"{path} is not a dpp model file: it is a text file (it begins 'set_id,label,f0'), "
+        "not an .npz archive"
+    )
+    (tmp_path / "empty.npz").write_bytes(b"")
+    with pytest.raises(ModelFileError, match="it is empty"):
+        dpp.load(tmp_path / "empty.npz")
+
+
+@pytest.mark.parametrize(
+    "name, array, value, message",
+    [
+        ("pooling", "coef", np.zeros((2, 8)), "array coef has shape (2, 8); 3 classes and 8"),
+        ("pooling", "scaler_scale", np.zeros(8), "array scaler_scale must be > 0"),
+        ("bag_of_words", "mu", np.zeros((3, 4)), "array mu has shape (3, 4); n_prototypes = 4"),
+    ],
+)
+def test_the_pooled_baselines_arrays_are_checked(files, tmp_path, name, array, value, message):
+    members = _members(files[name])
+    members[array] = value
+    path = tmp_path / "arrays.npz"
+    _rewrite(path, members)
+    with pytest.raises(ModelFileError) as err:
+        dpp.load(path)
+    assert message in str(err.value)
+
+
 def test_a_pickle_is_refused_without_numpys_hint(tmp_path):
     path = tmp_path / "pickled.npz"
     np.savez(path, header=np.asarray([{"format": "dpp-model"}], dtype=object))
@@ -178,7 +214,7 @@ def test_fuzzed_model_files_load_whole_or_raise_model_file_error(files, tmp_path
     rng = np.random.default_rng(["truncate", "flip", "header", "arrays"].index(kind))
     refused = 0
     for i in range(60):
-        name = ("dpp", "standard")[i % 2]
+        name = ("dpp", "standard", "pooling", "bag_of_words")[i % 4]
         path = tmp_path / f"{kind}{i}.npz"
         path.write_bytes(_fuzzed(rng, name, files[name], kind))
         try:

@@ -13,9 +13,13 @@ import pytest
 from test_estimators import QUICK
 from test_experiment import FAST, _compose
 
-from dpp.baselines.pooling import BagOfWordsClassifier
 from dpp.datasets.synthetic import make_synthetic
-from dpp.estimators import DPPClassifier, DPPClassifierCV, StandardPrototypeClassifier
+from dpp.estimators import (
+    BagOfWordsClassifier,
+    DPPClassifier,
+    DPPClassifierCV,
+    StandardPrototypeClassifier,
+)
 from dpp.experiment import run
 from dpp.init import kmeans_centres
 from dpp.persist import load

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
+from sklearn.model_selection import KFold
 
+import dpp
 from dpp import (
     BagOfWordsClassifier,
     DPPClassifier,
@@ -107,6 +109,37 @@ def test_pooled_baselines_classify_and_ignore_vector_order():
         np.testing.assert_allclose(np.exp(log_p).sum(1), 1.0, rtol=1e-12)
         with pytest.raises(ValueError, match="D = 3 features per vector"):
             est.predict([x[:, :3] for x in X_test])
+
+
+def test_pooled_baselines_save_and_load_through_the_model_file(tmp_path):
+    """Issue 36: PoolingClassifier had no save, and the CLI saved only the prototype models."""
+    rng = np.random.default_rng(6)
+    X, y = _sets(rng, 60, classes=3)
+    labels = np.array(["x", "y", "z"])[y]
+    soft = rng.dirichlet(np.ones(2), size=60)
+    X_test, _ = _sets(rng, 20, classes=3)
+    fitted = [
+        PoolingClassifier(pooling="mean_max").fit(X, labels),
+        PoolingClassifier(pooling="max", cv=KFold(3)).fit(X, soft),  # two classes, a splitter
+        BagOfWordsClassifier(n_prototypes=5).fit(X, labels),
+        BagOfWordsClassifier(n_prototypes=4, standardize=False, init=rng.normal(size=(4, 4)))
+        .fit(X, labels),
+    ]  # fmt: skip
+    for i, est in enumerate(fitted):
+        path = est.save(tmp_path / f"{i}.npz")
+        loaded = dpp.load(path)
+        assert type(loaded) is type(est) and list(loaded.classes_) == list(est.classes_)
+        np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
+        assert (loaded.C_, loaded.C_position_, loaded.fit_info_) == (
+            est.C_,
+            est.C_position_,
+            est.fit_info_,
+        )
+        if isinstance(est, BagOfWordsClassifier):
+            np.testing.assert_allclose(loaded.prototypes_, est.prototypes_, atol=1e-6)  # float32
+    assert dpp.load(tmp_path / "1.npz").cv == 5  # a splitter is not saved: the default
+    with pytest.raises(NotFittedError):
+        PoolingClassifier().save(tmp_path / "unfitted.npz")
 
 
 def test_soft_labels_fit_what_weighted_copies_of_the_sets_fit():
@@ -276,10 +309,15 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     lines = []
     import dpp.suite
 
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     resumed = dpp.suite.run_suite(
         tmp_path, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
-    )
-    assert resumed["records"] == records and lines == ["witness_d10_r10: kept from the earlier run"]
+    )  # issue 36: a resume of a complete run changes nothing, and says so
+    assert resumed["records"] == records
+    assert lines == [
+        f"{tmp_path} is complete (1 tasks recorded): nothing to resume, nothing changed"
+    ]
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     grown = dpp.suite.run_suite(
         tmp_path, ["proportion_d10_c3"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )  # a resume that names other tasks keeps the recorded ones

@@ -10,10 +10,9 @@ import pytest
 from test_experiment import _compose
 
 from dpp import params as check
-from dpp.baselines.pooling import POOLED_ESTIMATORS
 from dpp.config_check import check_config
 from dpp.errors import ConfigError
-from dpp.estimators import ESTIMATORS, DPPClassifierCV
+from dpp.estimators import ESTIMATORS, POOLED_ESTIMATORS, DPPClassifierCV
 from dpp.experiment import RUN_FIGURES, TRIAL_FIGURES
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings

@@ -1,44 +1,30 @@
-"""What a practitioner tries first: pool each set into one vector, then logistic regression.
+"""What a practitioner tries first, its numerics: pool each set into one vector; a logistic head.
 
-Two scikit-learn estimators over the same inputs as :mod:`dpp.estimators`, both ending in
-scikit-learn's multinomial ``LogisticRegression`` with its inverse ridge strength ``C`` chosen
-by cross-validation of the mean validation log-likelihood per set:
+* :func:`pool_sets`: each set's mean, max or both of its vectors;
+* :class:`LogisticHead`: standardised features into scikit-learn's multinomial
+  ``LogisticRegression``, soft labels fitted exactly: a set ``n`` becomes one row per class ``j``
+  with ``P~_nj > 0``, weighted ``w_n P~_nj``, so the weighted log-loss is eq. (17)'s
+  ``sum_n w_n sum_j P~_nj log p_nj``. A class with no label mass gets one row of weight 0, so
+  every class has a column (and a small, finite probability).
 
-* :class:`PoolingClassifier`: each set's mean, max or both of its vectors (no prototypes);
-* :class:`BagOfWordsClassifier`: k-means centres and each set's histogram of nearest centres
-  (eqs. 1, 2: the standard prototype's codes), with its features standardised and its own ``C``
-  (the standard prototype shares DPP's Theta-step and ``lambda`` instead).
-
-Soft labels are fitted exactly: a set ``n`` becomes one row per class ``j`` with
-``P~_nj > 0``, weighted ``w_n P~_nj``, so the weighted log-loss is eq. (17)'s
-``sum_n w_n sum_j P~_nj log p_nj``. A class with no label mass gets one row of weight 0, so
-every class has a column (and a small, finite probability).
+The estimators over them, :class:`~dpp.estimators.pooled.PoolingClassifier` and
+:class:`~dpp.estimators.pooled.BagOfWordsClassifier`, live in :mod:`dpp.estimators.pooled`
+(the estimator layer sits above the numerics); the names still resolve from here.
 """
 
 from __future__ import annotations
 
-import time
 import warnings
-from typing import ClassVar
 
 import numpy as np
 from scipy.special import log_softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
 from dpp import params as check
-from dpp.baselines.standard import hard_code_model
-from dpp.errors import warn_caller
-from dpp.estimators.base import SCORINGS, _store, labelled_sets, prediction_sets
-from dpp.init import kmeans_centres
-from dpp.metrics import weighted_score
-from dpp.selection import EDGES, MAX_EXTENSIONS, choose_on_path, cv_splits, edge_message
 from dpp.sets import RaggedSets
-from dpp.units import Affine
 
 POOLINGS = ("mean", "max", "mean_max")
 #: Default candidates of ``C`` (the inverse ridge strength of scikit-learn's logistic regression).
@@ -114,6 +100,37 @@ class LogisticHead:
         self.converged = self.iterations < self.max_iter
         return self
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The fitted head as float64 arrays (``scaler_mean``, ``scaler_scale``, ``coef``, ...)."""
+        return {
+            "scaler_mean": np.asarray(self.scaler.mean_, np.float64),
+            "scaler_scale": np.asarray(self.scaler.scale_, np.float64),
+            "coef": np.asarray(self.model.coef_, np.float64),
+            "intercept": np.asarray(self.model.intercept_, np.float64),
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], num_classes: int) -> LogisticHead:
+        """A fitted head from :meth:`arrays` (a loaded model file), predicting as the saved one.
+
+        Args:
+            arrays: ``scaler_mean`` ``[F]``, ``scaler_scale`` ``[F]``, ``coef`` ``[C, F]``
+                (``[1, F]`` for two classes) and ``intercept`` ``[C]`` (``[1]``).
+            num_classes: ``C``.
+        """
+        head = cls.__new__(cls)
+        head.max_iter = 0
+        features = arrays["scaler_mean"].shape[0]
+        head.scaler = StandardScaler()
+        head.scaler.mean_, head.scaler.scale_ = arrays["scaler_mean"], arrays["scaler_scale"]
+        head.scaler.var_ = arrays["scaler_scale"] ** 2
+        head.scaler.n_features_in_, head.scaler.n_samples_seen_ = features, 1
+        head.model = LogisticRegression()
+        head.model.coef_, head.model.intercept_ = arrays["coef"], arrays["intercept"]
+        head.model.classes_ = np.arange(num_classes)
+        head.model.n_features_in_ = features
+        return head
+
     def log_proba(self, features) -> np.ndarray:
         """``[N, C]`` log class probabilities (every class a column), finite.
 
@@ -126,289 +143,14 @@ class LogisticHead:
         return log_softmax(logits, axis=1)
 
 
-class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
-    """Shared machinery: features of each set, then :class:`LogisticHead` with ``C`` by CV.
-
-    Subclasses set :attr:`method` and implement ``_fit_features`` and ``_features``. Fitted
-    attributes: ``classes_``, ``n_features_in_``, ``C_``, ``C_position_`` (``interior``,
-    ``strongest edge``, ``weakest edge`` or ``only value``: where the chosen ``C`` lies among
-    those scored), ``Cs_added_`` (values scored beyond ``Cs``), ``cv_results_`` (``param_C``,
-    ``mean_test_score``), ``fit_info_`` (``status``: ``converged`` or ``iteration_limit`` for
-    the final fit, with its reason, and the selection), ``history_`` (empty: no rounds).
-    """
-
-    method: ClassVar[str] = ""
-    uses_centres: ClassVar[bool] = False
-    #: The rules of the parameters (besides ``Cs``, a list); subclasses extend it.
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        "scoring": check.Choice(SCORINGS),
-        "max_extensions": check.Int(0),
-        "max_iter": check.Int(1),
-        "random_state": check.Optional(check.Int(0)),
-    }
-
-    def check_params(self) -> None:
-        """Checks the parameters shared by the pooled classifiers.
-
-        Raises:
-            ValueError: naming the parameter, the rule and the value.
-        """
-        cs = list(self.Cs) if np.ndim(self.Cs) == 1 else []
-        if not cs:
-            raise ValueError(f"Cs must be a non-empty list of values > 0, got {self.Cs!r}")
-        for i, c in enumerate(cs):
-            check.number(f"Cs[{i}]", c, low=0, low_open=True)
-        check.check_table(self, self._parameter_constraints)
-
-    def fit(self, X, y=None, sample_weight=None, groups=None):
-        """Chooses ``C`` by cross-validation on the training sets, then fits on all of them.
-
-        Args:
-            X: ``N`` training sets (list of ``[M_n, D]`` arrays, ``RaggedSets`` or a
-                ``(vectors, set_ids)`` pair).
-            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled
-                ``RaggedSets``.
-            sample_weight: optional ``[N]`` non-negative per-set weights.
-            groups: optional ``[N]`` group of each set; the folds then keep groups whole (the
-                spatial blocks of a ``spatial_blocks`` split, as ``DPPClassifierCV``).
-
-        Returns:
-            ``self``.
-
-        Raises:
-            ValueError: bad parameters or inputs (naming which).
-        """
-        self.check_params()
-        t0 = time.perf_counter()
-        sets, self.classes_ = labelled_sets(X, y, sample_weight)
-        self.n_features_in_ = sets.dim
-        seed = 0 if self.random_state is None else int(self.random_state)
-        self.preprocess_ = self._fit_preprocess(sets)
-        sets = self._preprocessed(sets)
-        self._fit_features(sets, seed)
-        features = self._features(sets)
-        labels = np.asarray(sets.labels, np.float64)
-        weights = np.asarray(sets.weights, np.float64)
-        folds = cv_splits(self.cv, labels, seed, groups)
-        heads = [
-            LogisticHead(features[fit], labels[fit], weights[fit], self.max_iter)
-            for fit, _ in folds
-        ]
-
-        def score(strength: float) -> float:  # strength = 1 / C; each fold's path goes on
-            return float(
-                np.mean(
-                    [
-                        weighted_score(
-                            head.fit(1.0 / strength).log_proba(features[val]),
-                            labels[val],
-                            weights[val],
-                            self.scoring,
-                        )
-                        for head, (_, val) in zip(heads, folds, strict=True)
-                    ]
-                )
-            )
-
-        strengths = sorted({1.0 / float(c) for c in self.Cs}, reverse=True)  # smallest C first
-        choice = choose_on_path(
-            strengths, [score(s) for s in strengths], score, int(self.max_extensions)
-        )
-        self.C_ = 1.0 / choice.values[choice.best]
-        self.C_position_ = choice.position
-        if choice.position in EDGES:  # values are strengths 1 / C: say it in C
-            in_c = choice._replace(values=[1.0 / v for v in choice.values])
-            warn_caller(edge_message(type(self).__name__, "C", in_c, self.max_extensions))
-        self.Cs_added_ = [1.0 / s for s in choice.added]
-        self.cv_results_ = {
-            "param_C": np.array([1.0 / s for s in choice.values]),
-            "mean_test_score": np.asarray(choice.scores),
-        }
-        self.head_ = LogisticHead(features, labels, weights, self.max_iter).fit(self.C_)
-        status = "converged" if self.head_.converged else "iteration_limit"
-        reason = (
-            f"lbfgs converged in {self.head_.iterations} iterations"
-            if self.head_.converged
-            else f"lbfgs stopped at max_iter = {self.max_iter} iterations"
-        )
-        self.history_ = np.zeros(0)
-        self.fit_info_ = {
-            "status": status,
-            "status_reason": reason,
-            "C": self.C_,
-            "C_position": self.C_position_,
-            "Cs_added": self.Cs_added_,
-            "seconds": time.perf_counter() - t0,
-        }
-        return self
-
-    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
-        """The prefit ``preprocess`` (checked), else none (the pooled features are scaled)."""
-        if self.preprocess is None:
-            return None
-        return Affine.prefit(self.preprocess, sets.dim)
-
-    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
-        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
-
-    def _fit_features(self, sets: RaggedSets, seed: int) -> None:
-        """Fits what the features need (k-means centres) on preprocessed sets; nothing here."""
-
-    def _features(self, sets: RaggedSets) -> np.ndarray:
-        """``[N, F]`` features of preprocessed sets."""
-        raise NotImplementedError
-
-    def predict_log_proba(self, X) -> np.ndarray:
-        """``[N, C]`` float64 log class probabilities, columns in ``classes_``.
-
-        Raises:
-            sklearn.exceptions.NotFittedError: before ``fit``.
-            ValueError: sets whose dimension differs from the training sets'.
-        """
-        check_is_fitted(self, "head_")
-        sets = self._preprocessed(prediction_sets(X, self))
-        return np.asarray(self.head_.log_proba(self._features(sets)), np.float64)
-
-    def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X) -> np.ndarray:
-        """``[N]`` most probable class of each set (a value of ``classes_``)."""
-        log_proba = self.predict_log_proba(X)
-        return self.classes_[np.argmax(log_proba, axis=1)]
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
-        check_is_fitted(self, "head_")
-        y = np.asarray(y)
-        if y.ndim == 2:
-            y = self.classes_[np.argmax(y, axis=1)]
-        return float(np.average(self.predict(X) == y, weights=sample_weight))
+#: Names that moved to :mod:`dpp.estimators.pooled` (the estimator layer), still found here.
+_MOVED = ("PooledLogisticClassifier", "PoolingClassifier", "BagOfWordsClassifier",
+          "POOLED_ESTIMATORS")  # fmt: skip
 
 
-class PoolingClassifier(PooledLogisticClassifier):
-    """Each set's mean, max or mean and max of its vectors, into logistic regression.
+def __getattr__(name: str):
+    if name in _MOVED:  # imported on first use: the estimators import this module
+        from dpp.estimators import pooled
 
-    The pooled features are standardised (scikit-learn ``StandardScaler``) and classified by
-    scikit-learn's multinomial ``LogisticRegression``; ``C`` is chosen from ``Cs`` by
-    cross-validation of the mean validation log-likelihood per set, the grid extended while the
-    best ``C`` lies at its edge (:func:`dpp.selection.choose_on_path`).
-
-    Args:
-        pooling: ``mean``, ``max`` or ``mean_max`` (:func:`pool_sets`).
-        Cs: candidate ``C`` values (> 0).
-        cv: folds of the selection, as :func:`dpp.selection.cv_splits` reads them.
-        scoring: ``log_likelihood`` or ``accuracy`` (the selection's score).
-        max_extensions: values that may be added beyond each end of ``Cs``.
-        max_iter: lbfgs iterations of each logistic regression.
-        random_state: seed of the folds.
-        preprocess: a prefit :class:`~dpp.units.Affine` applied to the vectors before they are
-            pooled (the experiments' per-trial map); ``None``: the vectors as given.
-    """
-
-    method = "pooling"
-
-    def __init__(
-        self,
-        pooling: str = "mean_max",
-        Cs=DEFAULT_CS,
-        cv=5,
-        scoring: str = "log_likelihood",
-        max_extensions: int = MAX_EXTENSIONS,
-        max_iter: int = 1000,
-        random_state: int | None = 0,
-        preprocess: Affine | None = None,
-    ):
-        _store(self, locals())
-
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **PooledLogisticClassifier._parameter_constraints,
-        "pooling": check.Choice(POOLINGS),
-    }
-
-    def _features(self, sets: RaggedSets) -> np.ndarray:
-        return pool_sets(sets, self.pooling)
-
-
-class BagOfWordsClassifier(PooledLogisticClassifier):
-    """k-means bag-of-words: each set's histogram of nearest centres, into logistic regression.
-
-    The centres are k-means centres of the training vectors (:func:`dpp.init.kmeans_centres`);
-    a set's features are the shares of its vectors nearest each centre (eqs. 1, 2), standardised
-    and classified by scikit-learn's ``LogisticRegression`` with ``C`` chosen as in
-    :class:`PoolingClassifier`. The selection's folds share the centres fitted on all the
-    training vectors (k-means sees no label; the standard prototype's selection does the same).
-
-    Args:
-        n_prototypes: ``K``, the number of centres (words).
-        standardize: scale every feature of the vectors to zero mean and unit variance before
-            k-means (fitted on the training vectors).
-        preprocess: a prefit :class:`~dpp.units.Affine` used instead of ``standardize``
-            (the experiments' per-trial map).
-        init: ``"k-means"`` or ``[K, D]`` centres (in the units after ``standardize``).
-        kmeans_n_init: k-means restarts.
-        kmeans_max_iter: Lloyd iterations per restart.
-        Cs, cv, scoring, max_extensions, max_iter, random_state: as :class:`PoolingClassifier`
-            (``random_state`` seeds k-means too).
-
-    Fitted: ``prototypes_`` ``[K, D]`` (the centres in the input units) and the attributes of
-    :class:`PooledLogisticClassifier`.
-    """
-
-    method = "bag_of_words"
-    uses_centres = True
-
-    def __init__(
-        self,
-        n_prototypes: int = 10,
-        standardize: bool = True,
-        preprocess: Affine | None = None,
-        init="k-means",
-        kmeans_n_init: int = 1,
-        kmeans_max_iter: int = 300,
-        Cs=DEFAULT_CS,
-        cv=5,
-        scoring: str = "log_likelihood",
-        max_extensions: int = MAX_EXTENSIONS,
-        max_iter: int = 1000,
-        random_state: int | None = 0,
-    ):
-        _store(self, locals())
-
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **PooledLogisticClassifier._parameter_constraints,
-        "n_prototypes": check.Int(1),
-        "standardize": check.Bool(),
-        "kmeans_n_init": check.Int(1),
-        "kmeans_max_iter": check.Int(1),
-    }
-
-    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
-        if self.preprocess is not None:
-            return Affine.prefit(self.preprocess, sets.dim)
-        return Affine.fit(np.asarray(sets.vectors), self.standardize, None)
-
-    def _fit_features(self, sets: RaggedSets, seed: int) -> None:
-        k = int(self.n_prototypes)
-        if isinstance(self.init, str) and self.init == "k-means":
-            vectors = np.asarray(sets.vectors, np.float64)
-            centres = kmeans_centres(vectors, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
-        else:
-            centres = np.asarray(self.init, np.float64)
-            if centres.shape != (k, sets.dim):
-                raise ValueError(
-                    f"init must be [n_prototypes, D] = [{k}, {sets.dim}] centres (in the units "
-                    f"after standardize), got {centres.shape}"
-                )
-        # eqs. (1, 2) as the standard prototype codes them (internal units, blocked scatter-add)
-        self.encoder_ = hard_code_model(sets, centres, self.method)
-        inverse = self.preprocess_.inverse if self.preprocess_ is not None else np.asarray
-        self.prototypes_ = inverse(centres)
-
-    def _features(self, sets: RaggedSets) -> np.ndarray:
-        return np.asarray(self.encoder_.encode(sets), np.float64)
-
-
-#: The pooled baselines by method name (the ``method`` recorded in results).
-POOLED_ESTIMATORS = {cls.method: cls for cls in (PoolingClassifier, BagOfWordsClassifier)}
+        return getattr(pooled, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

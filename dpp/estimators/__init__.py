@@ -23,8 +23,9 @@ back.
 
 The package: :mod:`~dpp.estimators.base` (inputs and the prototype base class),
 :mod:`~dpp.estimators.dpp`, :mod:`~dpp.estimators.baselines` (standard prototype, InfoLoss,
-class prior), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``) and :mod:`~dpp.estimators.io`
-(``load`` and the estimators by method name).
+class prior), :mod:`~dpp.estimators.pooled` (the pooled and bag-of-words logistic
+regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``) and :mod:`~dpp.estimators.io`
+(``load`` and every estimator by method name).
 """
 
 from dpp.estimators.base import (
@@ -43,11 +44,15 @@ from dpp.estimators.baselines import (
 from dpp.estimators.cv import DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.io import ESTIMATORS, load
+from dpp.estimators.pooled import POOLED_ESTIMATORS, BagOfWordsClassifier, PoolingClassifier
 from dpp.units import Affine  # its home until this release: dpp.units
 
 __all__ = [
     "EXPERIMENT_PARAMS",
     "ESTIMATORS",
+    "POOLED_ESTIMATORS",
+    "BagOfWordsClassifier",
+    "PoolingClassifier",
     "SCORINGS",
     "Affine",
     "ClassPriorClassifier",

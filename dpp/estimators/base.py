@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 from typing import ClassVar
 
+import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
@@ -17,13 +18,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
 from dpp import params as check
-from dpp.errors import NonFiniteResultError, warn_caller
+from dpp.errors import ModelFileError, NonFiniteResultError, warn_caller
 from dpp.init import kmeans_centres
 from dpp.model import CLEAN_STATUSES, FittedModel
 from dpp.reporting import jsonable
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
-from dpp.units import Affine
+from dpp.units import Affine, Normalizer
 
 logger = logging.getLogger(__name__)
 
@@ -411,22 +412,117 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             arrays["log_beta"] = np.asarray(model.log_beta)
         if model.normalizer.shift is not None:
             arrays["normalizer_shift"] = np.asarray(model.normalizer.shift, np.float64)
-        if self.preprocess_ is not None:
-            arrays["preprocess_shift"] = self.preprocess_.shift
-            arrays["preprocess_matrix"] = self.preprocess_.matrix
-        params = self.get_params(deep=False)
-        params["preprocess"] = None  # a prefit map is the preprocess_ arrays, as a fitted one
-        if not isinstance(params.get("init"), str | None):
-            arrays["param_init"] = np.asarray(params["init"], np.float64)
-            params["init"] = None
-        classes = np.asarray(self.classes_)
-        header = {
-            "estimator": type(self).__name__,
-            "method": model.method,
-            "params": jsonable(params),
-            "classes": jsonable(classes.tolist()),
-            "classes_dtype": classes.dtype.kind,
-            "n_features_in": int(self.n_features_in_),
-            "info": jsonable(model.info),
+        return write_model_file(self, path, model.method, arrays, model.info)
+
+    #: Arrays of this estimator's model file besides the shared ones (preprocessing and
+    #: ``param_init``): ``(required, optional)`` names.
+    _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
+        frozenset({"mu", "theta", "history", "normalizer_scale"}),
+        frozenset({"log_beta", "normalizer_shift"}),
+    )
+
+    def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
+        """Sets the fitted model from a model file's arrays (:func:`dpp.load`), checked first.
+
+        Args:
+            path: the file (named in every error).
+            header: its header (checked by the loader).
+            arrays: its arrays (float and finite; the names checked by the loader).
+            dim: ``D'``, the features after preprocessing.
+
+        Raises:
+            ModelFileError: an array whose shape disagrees with the header or the others.
+        """
+        k, classes = self.n_prototypes, len(header["classes"])
+        shapes = {
+            "mu": (k, dim),
+            "theta": (k, classes),
+            "normalizer_scale": (),
+            "normalizer_shift": (dim,),
+            "param_init": (k, dim),
         }
-        return model_file.write(path, header, arrays)
+        if self.method == "dpp":
+            shapes["log_beta"] = (k,) if self.per_prototype_beta else ()
+            if "log_beta" not in arrays:
+                raise ModelFileError(f"{path} is damaged: missing array(s) log_beta")
+        check_shapes(path, arrays, shapes, f"n_prototypes = {k}, {classes} classes and {dim} "
+                     "features (after preprocessing)")  # fmt: skip
+        if arrays["history"].ndim != 1:
+            raise model_file.bad(
+                path, "array history", f"must be [rounds], got {arrays['history'].shape}"
+            )
+        if not float(arrays["normalizer_scale"]) > 0:
+            raise model_file.bad(path, "array normalizer_scale", "must be > 0")
+        normalizer = Normalizer(
+            shift=arrays.get("normalizer_shift"), scale=float(arrays["normalizer_scale"])
+        )
+        log_beta = jnp.asarray(arrays["log_beta"]) if "log_beta" in arrays else None
+        model = FittedModel(
+            header["method"],
+            jnp.asarray(arrays["mu"]),
+            log_beta,
+            jnp.asarray(arrays["theta"]),
+            arrays["history"],
+            header["info"],
+            normalizer,
+        )
+        self._set_fitted(model)
+
+
+def check_shapes(path: Path, arrays: dict, shapes: dict, why: str) -> None:
+    """Refuses an array of ``arrays`` whose shape is not its entry of ``shapes``.
+
+    Raises:
+        ModelFileError: naming the file, the array, its shape, the shape needed and ``why``.
+    """
+    for name, shape in shapes.items():
+        if name in arrays and arrays[name].shape != shape:
+            raise model_file.bad(
+                path, f"array {name}", f"has shape {arrays[name].shape}; {why} need {shape}"
+            )
+
+
+def write_model_file(estimator, path, method: str, arrays: dict, info: dict) -> Path:
+    """Writes a fitted estimator's model file: its arrays, preprocessing and header.
+
+    The shared part of every estimator's ``save``: the fitted preprocessing
+    (``preprocess_shift``, ``preprocess_matrix``), an array ``init`` (``param_init``), and
+    the header (estimator, method, every constructor parameter, classes, ``n_features_in``,
+    the fit's report). A prefit ``preprocess`` is saved as the fitted map, and a ``cv`` that
+    is not a number of folds (a splitter) as the constructor's default: neither is needed to
+    predict.
+
+    Args:
+        estimator: a fitted estimator (``classes_``, ``n_features_in_``, ``preprocess_``).
+        path: the file to write.
+        method: the method name recorded (the loader's registry key).
+        arrays: the estimator's own arrays (floats).
+        info: the fit's report (JSON-ready after :func:`~dpp.reporting.jsonable`).
+
+    Returns:
+        The path written.
+    """
+    arrays = dict(arrays)
+    preprocess = getattr(estimator, "preprocess_", None)
+    if preprocess is not None:
+        arrays["preprocess_shift"] = preprocess.shift
+        arrays["preprocess_matrix"] = preprocess.matrix
+    params = estimator.get_params(deep=False)
+    if "preprocess" in params:
+        params["preprocess"] = None  # a prefit map is the preprocess_ arrays, as a fitted one
+    if not isinstance(params.get("init"), str | None):
+        arrays["param_init"] = np.asarray(params["init"], np.float64)
+        params["init"] = None
+    if "cv" in params and not model_file.is_int(params["cv"]):
+        params["cv"] = inspect.signature(type(estimator).__init__).parameters["cv"].default
+    classes = np.asarray(estimator.classes_)
+    header = {
+        "estimator": type(estimator).__name__,
+        "method": method,
+        "params": jsonable(params),
+        "classes": jsonable(classes.tolist()),
+        "classes_dtype": classes.dtype.kind,
+        "n_features_in": int(estimator.n_features_in_),
+        "info": jsonable(info),
+    }
+    return model_file.write(path, header, arrays)

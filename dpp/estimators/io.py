@@ -1,7 +1,11 @@
 """Loading a fitted estimator from its model file (:mod:`dpp.model_file`), every field checked.
 
-Writing is :meth:`dpp.estimators.base.PrototypeClassifier.save`; the format is described in
-:mod:`dpp.model_file`.
+Writing is each estimator's ``save`` (:func:`dpp.estimators.base.write_model_file` writes the
+shared part); the format is described in :mod:`dpp.model_file`. One registry,
+:data:`ESTIMATORS`, names every estimator that writes a model file: the prototype methods and
+the pooled logistic regressions. The loader checks the header and the shared arrays
+(preprocessing) here, then hands the estimator's own arrays to its ``_restore``, which checks
+their shapes against each other and the header before setting anything.
 """
 
 from __future__ import annotations
@@ -9,32 +13,34 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
-import jax.numpy as jnp
 import numpy as np
 
 from dpp import model_file
 from dpp.errors import ModelFileError
-from dpp.estimators.base import PrototypeClassifier
 from dpp.estimators.baselines import (
     ClassPriorClassifier,
     InfoLossClassifier,
     StandardPrototypeClassifier,
 )
 from dpp.estimators.dpp import DPPClassifier
-from dpp.model import FittedModel
+from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
 from dpp.model_file import bad, is_int
-from dpp.units import Affine, Normalizer
+from dpp.units import Affine
 
-#: Estimators by method name (the ``method`` recorded in results).
-ESTIMATORS: dict[str, type[PrototypeClassifier]] = {
+#: Every estimator that writes a model file, by method name (the ``method`` in its records).
+ESTIMATORS: dict[str, type] = {
     cls.method: cls
     for cls in (
         DPPClassifier,
         StandardPrototypeClassifier,
         InfoLossClassifier,
         ClassPriorClassifier,
+        PoolingClassifier,
+        BagOfWordsClassifier,
     )
 }
+#: Arrays every model file may hold besides an estimator's own (:data:`_FILE_ARRAYS`).
+SHARED_ARRAYS = frozenset({"preprocess_shift", "preprocess_matrix", "param_init"})
 
 
 def _check_header(path: Path, header: dict):
@@ -89,79 +95,60 @@ def _check_header(path: Path, header: dict):
     return cls, estimator
 
 
-def _check_arrays(path: Path, header: dict, arrays: dict, estimator) -> None:
-    """Every array this estimator needs is there, known, and of shapes that agree.
-
-    (:func:`dpp.model_file.read` has checked that they are listed, float and finite.)
-    """
+def _check_names(path: Path, header: dict, arrays: dict, cls) -> None:
+    """The estimator's required arrays are there, and every listed one is known."""
+    required, optional = cls._FILE_ARRAYS
     listed = set(header["arrays"])
-    required = {"mu", "theta", "history", "normalizer_scale"}
-    required |= {"log_beta"} if header["method"] == "dpp" else set()
     missing = sorted((listed | required) - set(arrays))
     if missing:
         raise ModelFileError(f"{path} is damaged: missing array(s) {', '.join(missing)}")
-    known = required | {"log_beta", "normalizer_shift", "preprocess_shift", "preprocess_matrix",
-                        "param_init"}  # fmt: skip
-    if not listed <= known:
+    if not listed <= required | optional | SHARED_ARRAYS:
         raise bad(path, "arrays", f"{sorted(listed)} do not match the file's {sorted(arrays)}")
-    k, classes, dim = estimator.n_prototypes, len(header["classes"]), header["n_features_in"]
-    preprocessed = bool(estimator.standardize) or estimator.pca_components is not None
-    if preprocessed != ("preprocess_matrix" in arrays):
-        state = "has no" if preprocessed else "has"
-        raise bad(
-            path, "params.standardize",
-            f"= {estimator.standardize} and pca_components = {estimator.pca_components}, but "
-            f"the file {state} preprocessing arrays",
-        )  # fmt: skip
-    if "preprocess_matrix" in arrays or "preprocess_shift" in arrays:
-        matrix = arrays.get("preprocess_matrix")
-        if matrix is None or "preprocess_shift" not in arrays:
-            raise bad(path, "arrays", "preprocess_shift and preprocess_matrix come together")
-        if matrix.ndim != 2 or matrix.shape[0] != dim or arrays["preprocess_shift"].shape != (dim,):
+
+
+def _preprocess(path: Path, header: dict, arrays: dict, estimator) -> tuple[Affine | None, int]:
+    """The fitted preprocessing map, checked against the parameters, and ``D'`` after it."""
+    dim = header["n_features_in"]
+    standardize = getattr(estimator, "standardize", None)
+    pca = getattr(estimator, "pca_components", None)
+    if standardize is not None:  # an estimator that fits its own map: the file must agree
+        preprocessed = bool(standardize) or pca is not None
+        if preprocessed != ("preprocess_matrix" in arrays):
+            state = "has no" if preprocessed else "has"
             raise bad(
-                path, "array preprocess_matrix",
-                f"{matrix.shape} and preprocess_shift {arrays['preprocess_shift'].shape} must be "
-                f"[D, D'] and [D] with D = n_features_in = {dim}",
+                path, "params.standardize",
+                f"= {standardize} and pca_components = {pca}, but the file {state} "
+                "preprocessing arrays",
             )  # fmt: skip
-        dim = matrix.shape[1]
-    if estimator.pca_components not in (None, dim):
+    if "preprocess_matrix" not in arrays and "preprocess_shift" not in arrays:
+        return None, dim
+    matrix, shift = arrays.get("preprocess_matrix"), arrays.get("preprocess_shift")
+    if matrix is None or shift is None:
+        raise bad(path, "arrays", "preprocess_shift and preprocess_matrix come together")
+    if matrix.ndim != 2 or matrix.shape[0] != dim or shift.shape != (dim,):
         raise bad(
             path, "array preprocess_matrix",
-            f"projects on {dim} components, not pca_components = {estimator.pca_components}",
+            f"{matrix.shape} and preprocess_shift {shift.shape} must be [D, D'] and [D] with "
+            f"D = n_features_in = {dim}",
         )  # fmt: skip
-    shapes = {
-        "mu": (k, dim),
-        "theta": (k, classes),
-        "normalizer_scale": (),
-        "normalizer_shift": (dim,),
-        "param_init": (k, dim),
-    }
-    if header["method"] == "dpp":
-        shapes["log_beta"] = (k,) if estimator.per_prototype_beta else ()
-    for name, shape in shapes.items():
-        if name in arrays and arrays[name].shape != shape:
-            raise bad(
-                path, f"array {name}",
-                f"has shape {arrays[name].shape}; n_prototypes = {k}, {classes} classes and "
-                f"{dim} features (after preprocessing) need {shape}",
-            )  # fmt: skip
-    if arrays["history"].ndim != 1:
-        raise bad(path, "array history", f"must be [rounds], got {arrays['history'].shape}")
-    if not float(arrays["normalizer_scale"]) > 0:
-        raise bad(path, "array normalizer_scale", "must be > 0")
-    if "param_init" not in arrays and estimator.init not in ("k-means", None):
-        raise bad(path, "params.init", f"must be 'k-means' here, got {estimator.init!r}")
+    if pca not in (None, matrix.shape[1]):
+        raise bad(
+            path, "array preprocess_matrix",
+            f"projects on {matrix.shape[1]} components, not pca_components = {pca}",
+        )  # fmt: skip
+    return Affine(shift, matrix), matrix.shape[1]
 
 
 def load(path):
-    """Reads an estimator written by :func:`save` (or ``clf.save``).
+    """Reads an estimator written by its ``save`` (or :func:`dpp.persist.save`).
 
     One check covers the whole file before anything is built: every header field by the rules
     the constructors use (unknown parameter names refused), every array for dtype, finiteness
     and shapes that agree with each other and with the header.
 
     Returns:
-        The fitted estimator; its ``predict_proba`` equals the saved one's.
+        The fitted estimator (any of :data:`ESTIMATORS`); its ``predict_proba`` equals the
+        saved one's.
 
     Raises:
         FileNotFoundError: no file at ``path``.
@@ -172,31 +159,17 @@ def load(path):
     path = Path(path)
     header, arrays = model_file.read(path)
     cls, estimator = _check_header(path, header)
-    _check_arrays(path, header, arrays, estimator)
+    _check_names(path, header, arrays, cls)
+    preprocess, dim = _preprocess(path, header, arrays, estimator)
     if "param_init" in arrays:
         estimator.set_params(init=arrays["param_init"])
-    normalizer = Normalizer(
-        shift=arrays.get("normalizer_shift"), scale=float(arrays["normalizer_scale"])
-    )
-    log_beta = jnp.asarray(arrays["log_beta"]) if "log_beta" in arrays else None
+    elif getattr(estimator, "init", None) not in ("k-means", None):
+        raise bad(path, "params.init", f"must be 'k-means' here, got {estimator.init!r}")
     classes = np.asarray(header["classes"])
     if header.get("classes_dtype") in ("U", "S", "O"):
         classes = classes.astype(str)
-    model = FittedModel(
-        header["method"],
-        jnp.asarray(arrays["mu"]),
-        log_beta,
-        jnp.asarray(arrays["theta"]),
-        arrays["history"],
-        header["info"],
-        normalizer,
-    )
     estimator.classes_ = classes
     estimator.n_features_in_ = int(header["n_features_in"])
-    estimator.preprocess_ = (
-        Affine(arrays["preprocess_shift"], arrays["preprocess_matrix"])
-        if "preprocess_matrix" in arrays
-        else None
-    )
-    estimator._set_fitted(model)
+    estimator.preprocess_ = preprocess
+    estimator._restore(path, header, arrays, dim)
     return estimator
