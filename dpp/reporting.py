@@ -97,7 +97,10 @@ def markdown_table(summary: dict, spread: str = "std") -> str:
         cells = [_fmt(stats[m], m, spread) if m in stats else "" for m in metrics]
         rows.append(f"| {method} | {n} | " + " | ".join(cells) + " |")
     meaning = "one standard deviation" if spread == "std" else "two standard errors"
-    return "\n".join([head, rule, *rows]) + f"\n\n± is {meaning} across trials.\n"
+    caption = f"± is {meaning} across trials."
+    if all(s["n"] < 2 for stats in summary.values() for s in stats.values()):
+        caption = "One trial, so no spread (± needs two or more)."
+    return "\n".join([head, rule, *rows]) + f"\n\n{caption}\n"
 
 
 def write_results(out_dir: Path, header: dict, records: list[dict], status: str, **extra) -> dict:

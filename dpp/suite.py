@@ -129,9 +129,16 @@ def run_task(name: str, folds: int = 5, seed: int = 0, methods=METHODS, log=prin
             log(
                 f"{name} fold {fold} {method:<12} accuracy {100 * metrics['accuracy']:.1f}%  "
                 f"log-lik {metrics['test_log_likelihood']:.3f}  {seconds:.1f} s  "
-                f"({record['status']}, {record['position']})"
+                f"({selection_note(record)})"
             )
     return records
+
+
+def selection_note(record: dict) -> str:
+    """``status, l2 interior`` (or ``C ...``): the final fit's status where the method has one."""
+    parameter = "l2" if "l2" in record else "C"
+    status = record.get("status")
+    return ", ".join([*([status] if status else []), f"{parameter} {record['position']}"])
 
 
 def summary_table(records: list[dict]) -> str:

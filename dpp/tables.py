@@ -57,6 +57,13 @@ def _accuracy_rows(summary: dict, paper: dict, two_stderr: bool) -> list[str]:
     return rows
 
 
+def _spread_caption(results: dict, caption: str) -> str:
+    """``caption``, or what the numbers are when there is one trial and so no spread."""
+    if len({r["trial"] for r in results["trials"]}) == 1:
+        return "One trial, so no spread (± needs two or more)"
+    return caption
+
+
 def table1(results: dict) -> str:
     """Table 1 (MPEG-7): accuracy of this run beside the paper's, and DPP - standard per trial.
 
@@ -70,8 +77,8 @@ def table1(results: dict) -> str:
     lines = [
         "# Table 1: MPEG-7 shape classification accuracy",
         "",
-        "Mean ± one standard deviation over trials (stratified 50/50 splits, K = "
-        f"{results['trials'][0]['K'] if results['trials'] else '?'}).",
+        f"{_spread_caption(results, 'Mean ± one standard deviation over trials')} (stratified "
+        f"50/50 splits, K = {results['trials'][0]['K'] if results['trials'] else '?'}).",
         "",
         "| method | this run (%) | trials | paper (%) |",
         "|---|---|---|---|",
@@ -139,7 +146,7 @@ def table2(results: dict) -> str:
         "test points). **Different data sets: compare the ranking, not the numbers.** Training and "
         "test windows overlap spatially here.",
         "",
-        "Mean ± two standard errors over partitions.",
+        _spread_caption(results, "Mean ± two standard errors over partitions") + ".",
         "",
         "| method | Indian Pines, this run (%) | partitions | SPECTRAL, paper (%) |",
         "|---|---|---|---|",
@@ -162,10 +169,11 @@ def _paired_lines(
         width, what = stats["std"], "1 sd"
     else:
         width, what = None if stats["stderr"] is None else 2 * stats["stderr"], "2 s.e."
-    shown = f" ± {100 * width:.2f}" if width is not None else ""
+    # one trial has no spread: say so rather than print "(± 1 sd)" with no value
+    shown = f" ± {100 * width:.2f} points (± {what})" if width is not None else " points"
     return [
         "",
-        f"DPP - {other}: {100 * stats['mean']:+.2f}{shown} points (± {what}); DPP ahead in "
+        f"DPP - {other}: {100 * stats['mean']:+.2f}{shown}; DPP ahead in "
         f"{sum(d > 0 for d in diff)} of {len(diff)} {unit}.",
     ]
 
@@ -257,8 +265,8 @@ def adult(results: dict) -> str:
     lines = [
         "# ADULT with soft labels (section 4.5)",
         "",
-        "Mean ± one standard deviation over trials (sub-sample of groups and 50/50 split drawn "
-        "per trial). KL: mean over test sets of KL(empirical || predictive) in bits (lower is "
+        f"{_spread_caption(results, 'Mean ± one standard deviation over trials')} (sub-sample "
+        "of groups and 50/50 split drawn per trial). KL: mean over test sets of KL(empirical || predictive) in bits (lower is "
         "better). Accuracy: predicted argmax = argmax of the soft label.",
         "",
         "| method | KL (bits) | argmax accuracy (%) | test log-lik. / set | trials |",

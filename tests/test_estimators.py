@@ -273,8 +273,15 @@ def test_sets_files_npz_and_csv_hold_the_same_sets(tmp_path):
     bad = table.copy()
     bad.loc[bad.index[0], "label"] = "other" if bad["label"].iloc[0] == "neg" else "neg"
     bad.to_csv(tmp_path / "bad.csv", index=False)
-    with pytest.raises(DataError, match=r"bad\.csv: set .* has rows with different labels"):
+    first_set = bad["set_id"].iloc[0]
+    with pytest.raises(DataError) as err:
         load_sets_file(str(tmp_path / "bad.csv"))
+    # issue 36: the set id and labels as written in the file, not np.int64(1000)
+    assert f"bad.csv: set {first_set} has rows with different labels (row " in str(err.value)
+    assert "np." not in str(err.value)
+    table.iloc[:0].to_csv(tmp_path / "header.csv", index=False)
+    with pytest.raises(DataError, match=r"header\.csv: the table has no rows \(columns: f0, f1"):
+        load_sets_file(str(tmp_path / "header.csv"))
     table.assign(f1="x").to_csv(tmp_path / "text.csv", index=False)
     with pytest.raises(DataError, match="feature column 'f1' is not numeric"):
         load_sets_file(str(tmp_path / "text.csv"))

@@ -240,6 +240,30 @@ def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_ca
         PoolingClassifier(Cs=[1e3, 1e4], max_extensions=0).fit(X, y)
 
 
+def test_one_trial_tables_print_no_empty_spread_and_the_suite_log_no_none():
+    """Issue 36: a one-trial table1.md printed "(± 1 sd)" with no value, and the suite log
+    printed the standard prototype's selection as "(None, interior)"."""
+    from dpp.reporting import markdown_table, summarize
+    from dpp.suite import selection_note
+    from dpp.tables import REPORTS
+
+    records = [
+        {"trial": 0, "method": m, "accuracy": a, "test_log_likelihood": -a, "K": 5}
+        for m, a in (("dpp", 0.9), ("standard", 0.8), ("pooling", 0.7), ("bag_of_words", 0.6))
+    ]
+    results = {"trials": records, "summary": summarize(records)}
+    for name in ("table1", "table2", "adult"):
+        text = REPORTS[name][1](results)
+        assert "(± 1 sd)" not in text and "(± 2 s.e.)" not in text and "± |" not in text, name
+        assert "One trial, so no spread" in text, name
+    assert "DPP - pooling: +20.00 points; DPP ahead in 1 of 1" in REPORTS["table1"][1](results)
+    assert "One trial, so no spread" in markdown_table(results["summary"])
+    assert selection_note({"l2": 0.1, "position": "interior", "status": None}) == "l2 interior"
+    assert selection_note({"C": 1.0, "position": "weakest edge", "status": "converged"}) == (
+        "converged, C weakest edge"
+    )
+
+
 def test_weighted_score_counts_only_classes_with_label_mass():
     with np.errstate(divide="ignore"):
         log_p = np.log(np.array([[0.25, 0.75, 0.0], [0.25, 0.75, 0.0]]))

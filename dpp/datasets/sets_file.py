@@ -126,11 +126,18 @@ def _read_npz(path: Path) -> SetsFile:
     return SetsFile(vectors, index, unique, labels, soft, names, features)
 
 
+def _plain(value):
+    """A NumPy scalar as the Python value it holds (repr ``1000``, not ``np.int64(1000)``)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _read_table(path: Path, set_column, label_column, feature_columns) -> SetsFile:
     try:
         frame = pd.read_parquet(path) if path.suffix.lower() != ".csv" else pd.read_csv(path)
     except Exception as err:
         raise DataError(f"{path}: cannot read the table ({err})") from None
+    if frame.empty:  # pandas reads a header alone as columns of dtype object
+        raise DataError(f"{path}: the table has no rows (columns: {', '.join(frame.columns)})")
     if set_column not in frame.columns:
         columns = ", ".join(map(str, frame.columns))
         raise DataError(f"{path}: no set-id column {set_column!r} (columns: {columns})")
@@ -162,8 +169,8 @@ def _read_table(path: Path, set_column, label_column, feature_columns) -> SetsFi
             at = int(np.flatnonzero(disagree)[0])
             row = int(order[at])
             raise DataError(
-                f"{path}: set {ids[row]!r} has rows with different labels (row {row}: "
-                f"{column[at]!r}, its first row: {labels[index[at]]!r})"
+                f"{path}: set {_plain(ids[row])!r} has rows with different labels (row {row}: "
+                f"{_plain(column[at])!r}, its first row: {_plain(labels[index[at]])!r})"
             )
     features = tuple(str(c) for c in feature_columns)
     return SetsFile(vectors, index, unique, labels, None, (), features)
@@ -189,7 +196,7 @@ def load_sets_file(
     elif data.labels is not None:
         classes, index = np.unique(data.labels, return_inverse=True)
         if classes.size < 2:
-            raise DataError(f"{path}: the labels hold one class only ({classes[0]!r})")
+            raise DataError(f"{path}: the labels hold one class only ({_plain(classes[0])!r})")
         labels = one_hot(index, classes.size)
         names = tuple(str(c) for c in classes)
     else:
