@@ -266,8 +266,9 @@ def adult(results: dict) -> str:
         "# ADULT with soft labels (section 4.5)",
         "",
         f"{_spread_caption(results, 'Mean ± one standard deviation over trials')} (sub-sample "
-        "of groups and 50/50 split drawn per trial). KL: mean over test sets of KL(empirical || predictive) in bits (lower is "
-        "better). Accuracy: predicted argmax = argmax of the soft label.",
+        "of groups and 50/50 split drawn per trial). KL: mean over test sets of "
+        "KL(empirical || predictive) in bits (lower is better). Accuracy: predicted argmax = "
+        "argmax of the soft label.",
         "",
         "| method | KL (bits) | argmax accuracy (%) | test log-lik. / set | trials |",
         "|---|---|---|---|---|",
