@@ -353,11 +353,17 @@ def test_experiment_with_dpp_cv_reports_the_choice(tmp_path):
 def test_an_unclean_fit_is_a_fit_warning_naming_the_candidate(problem):
     X, y, _, _ = problem
     assert issubclass(FitWarning, ConvergenceWarning)
-    with pytest.warns(FitWarning) as caught:
-        clf = DPPClassifier(n_prototypes=3, l2=0.5, max_rounds=1, random_state=1).fit(X, y)
+    with pytest.warns(FitWarning) as caught:  # rounds by tol: capped at 1 while L rises
+        clf = DPPClassifier(
+            n_prototypes=3, l2=0.5, max_rounds=1, validation_fraction=0.0, random_state=1
+        ).fit(X, y)
     (warning,) = [w for w in caught if w.category is FitWarning]
     message = str(warning.message)
-    assert message.startswith("DPPClassifier(l2=0.5, max_rounds=1, n_prototypes=3, random_state=1)")
+    assert message.startswith(
+        "DPPClassifier(l2=0.5, max_rounds=1, n_prototypes=3, random_state=1, "
+        "validation_fraction=0.0)"
+    )
+    assert warning.filename == __file__  # the caller's line (issue 36)
     assert f"fit {clf.fit_info_['status']}: {clf.fit_info_['status_reason']}" in message
     assert clf.fit_info_["status"] == "max_rounds" and clf.converged_ is False
     with warnings.catch_warnings():  # a clean fit warns nothing

@@ -43,7 +43,7 @@ def test_cli_and_python_defaults_are_the_same(model, optimizer):
     python = ESTIMATORS[model](optimizer=optimizer)
     expected = python.get_params()
     got = estimator.get_params()
-    # the default dataset's one model choice: section 4.1's K = 2 (configs/dataset/synthetic)
+    # the default dataset's one model choice: section 4.1's K = 2 (configs/dataset/synthetic.yaml)
     assert got.pop("n_prototypes") == 2
     expected.pop("n_prototypes")
     # the trial standardises the sets itself, as the dataset config says (synthetic: no)
@@ -51,7 +51,7 @@ def test_cli_and_python_defaults_are_the_same(model, optimizer):
     got_options = got.pop("optimizer_options")
     assert expected.pop("optimizer_options") is None
     assert got == expected
-    if model == "dpp":
+    if model == "dpp":  # the solver settings are the same (early stopping is not among them)
         assert estimator.fit_settings() == python.fit_settings()
         assert python.set_params(optimizer_options=got_options).fit_settings() == (
             estimator.fit_settings()
