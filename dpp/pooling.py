@@ -1,0 +1,234 @@
+r"""How a set's codes become its representation ``z``: mean (eq. 2), max, or a generalised mean.
+
+The paper pools a set's soft assignments by their mean (eq. 2, :math:`\pi_k = 1/M_n`), which
+measures *how much* of a set falls near each prototype. Where the label depends on whether a set
+holds *one* vector near a prototype (the multiple-instance assumption), the largest code says it
+more directly. The three poolings are small pytrees, so the kind is static under ``jit`` and a
+learned parameter (the generalised mean's exponent) is a leaf that every solver optimises with
+the prototypes:
+
+* :class:`MeanPooling` (``"mean"``): :math:`z_k = \frac{1}{M} \sum_x f_k(x)`, eq. (2), the paper;
+* :class:`MaxPooling` (``"max"``): :math:`z_k = \max_x f_k(x)`. At ties (several vectors with
+  the same largest code, as when codes saturate) the gradient is split equally among them;
+* :class:`GeMPooling` (``"gem"``): :math:`z_k = (\frac{1}{M} \sum_x f_k(x)^p)^{1/p}`, with
+  mean (:math:`p = 1`) and max (:math:`p \to \infty`) as its limits (Radenović, Tolias & Chum,
+  TPAMI 2018), computed in log space. ``p`` is learned through ``rho``:
+  :math:`p = 1 + \min(\mathrm{softplus}(\rho), P_{max} - 1)`, so :math:`1 < p \le P_{max}`
+  (:data:`GEM_P_MAX`, beyond which the pooled codes equal the max to float32 precision);
+  ``rho`` starts at :func:`gem_rho` of ``p = 3``, the paper's start.
+
+Max and generalised-mean codes do not sum to one, and the classifier of eq. (16) has no
+intercept (with mean pooling the codes' unit sum makes one redundant); a prototype that every
+set holds plays its part.
+
+Every function works on flat ragged layouts with segment ops (``segment_max``,
+``segment_sum``) and is differentiable by autodiff with the tie rule above;
+:mod:`dpp.encoding` adds the fused one-pass value and gradient over packed blocks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+#: Pooling kinds by name (``DPPClassifier(pooling=...)``).
+POOLINGS = ("mean", "max", "gem")
+#: Largest exponent of the generalised mean.
+GEM_P_MAX = 64.0
+#: The generalised mean's starting exponent (Radenović et al. 2018).
+GEM_P_START = 3.0
+#: Floor of ``log f`` before it is scaled by ``p`` (a code below ``e^-1e4`` is 0 anyway; the
+#: floor keeps ``p log f`` finite in float32).
+LOG_CODE_MIN = -1.0e4
+
+
+@dataclasses.dataclass(frozen=True)
+class MeanPooling:
+    """Eq. (2): the mean of a set's codes (the paper's pooling; no parameter)."""
+
+    kind = "mean"
+
+
+@dataclasses.dataclass(frozen=True)
+class MaxPooling:
+    """The largest code of each prototype over a set (no parameter)."""
+
+    kind = "max"
+
+
+@dataclasses.dataclass(frozen=True)
+class GeMPooling:
+    """The generalised mean of a set's codes with a learned exponent ``p`` (see the module).
+
+    Attributes:
+        rho: ``[]`` float, the unconstrained parameter of ``p`` (:meth:`p`).
+    """
+
+    rho: jax.Array | float
+    kind = "gem"
+
+    def p(self) -> jax.Array:
+        """``p = 1 + min(softplus(rho), GEM_P_MAX - 1)``, in ``(1, GEM_P_MAX]``."""
+        return 1.0 + jnp.minimum(jax.nn.softplus(self.rho), GEM_P_MAX - 1.0)
+
+
+jax.tree_util.register_dataclass(MeanPooling, data_fields=[], meta_fields=[])
+jax.tree_util.register_dataclass(MaxPooling, data_fields=[], meta_fields=[])
+jax.tree_util.register_dataclass(GeMPooling, data_fields=["rho"], meta_fields=[])
+
+Pooling = MeanPooling | MaxPooling | GeMPooling
+#: The paper's pooling.
+MEAN = MeanPooling()
+
+
+def gem_rho(p: float) -> float:
+    """The ``rho`` of exponent ``p`` (``1 < p <= GEM_P_MAX``): the inverse of :meth:`GeMPooling.p`.
+
+    Raises:
+        ValueError: ``p`` outside ``(1, GEM_P_MAX]``.
+    """
+    if not 1.0 < p <= GEM_P_MAX:
+        raise ValueError(f"a generalised mean needs 1 < p <= {GEM_P_MAX}, got {p}")
+    return float(np.log(np.expm1(p - 1.0)))
+
+
+def make_pooling(kind: str, rho: float | None = None) -> Pooling:
+    """The pooling of a name, with ``rho`` for ``gem`` (default: :data:`GEM_P_START`).
+
+    Raises:
+        ValueError: an unknown kind, naming the choices.
+    """
+    if kind == "mean":
+        return MEAN
+    if kind == "max":
+        return MaxPooling()
+    if kind == "gem":
+        return GeMPooling(jnp.float32(gem_rho(GEM_P_START) if rho is None else rho))
+    raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {kind!r}")
+
+
+def exponent(pooling: Pooling) -> float | None:
+    """The generalised mean's ``p`` as a float, ``None`` for the other poolings."""
+    return float(pooling.p()) if isinstance(pooling, GeMPooling) else None
+
+
+def _gather(per_segment, ids):
+    """Rows ``per_segment[ids]``, where ``ids`` may hold ``num_segments`` (padding): a zero row."""
+    pad = jnp.zeros((1, per_segment.shape[1]), per_segment.dtype)
+    return jnp.concatenate([per_segment, pad])[ids]
+
+
+def segment_pool(
+    pooling: Pooling, f: jax.Array, log_f: jax.Array, ids: jax.Array, num_segments: int
+) -> jax.Array:
+    """``[S, K]`` pooled codes of segments of rows, by autodiff-ready segment ops.
+
+    Args:
+        pooling: the pooling.
+        f: ``[R, K]`` codes (rows of any set; ``ids`` sorted).
+        log_f: ``[R, K]`` their logarithms (finite; used by ``gem`` only).
+        ids: ``[R]`` segment of each row, ``0..S-1``; a row with id ``S`` is padding (dropped).
+        num_segments: ``S`` (static).
+
+    Returns:
+        ``[S, K]`` codes; 0 for a segment without rows.
+    """
+    valid = (ids < num_segments)[:, None]
+    counts = jax.ops.segment_sum(
+        valid.astype(f.dtype)[:, 0], ids, num_segments, indices_are_sorted=True
+    )
+    if isinstance(pooling, MeanPooling):
+        totals = jax.ops.segment_sum(f, ids, num_segments, indices_are_sorted=True)
+        return totals / jnp.maximum(counts, 1.0)[:, None]
+    if isinstance(pooling, MaxPooling):
+        largest = jax.lax.stop_gradient(
+            jax.ops.segment_max(f, ids, num_segments, indices_are_sorted=True)
+        )
+        ties = (f == _gather(largest, ids)) & valid  # the largest, split equally at ties
+        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
+        total = jax.ops.segment_sum(jnp.where(ties, f, 0.0), ids, num_segments, True)
+        return total / jnp.maximum(share, 1.0)
+    p = pooling.p().astype(f.dtype)
+    v = p * jnp.maximum(log_f, LOG_CODE_MIN)
+    shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
+    shift = jax.lax.stop_gradient(jnp.where(jnp.isfinite(shift), shift, 0.0))
+    terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
+    sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
+    filled = sums > 0
+    log_mean = shift + jnp.log(jnp.where(filled, sums, 1.0)) - jnp.log(
+        jnp.maximum(counts, 1.0)
+    )[:, None]
+    return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
+
+
+def padded_pool(pooling: Pooling, f: jax.Array, log_f: jax.Array, mask: jax.Array) -> jax.Array:
+    """``[K]`` pooled codes of one padded set (the neural models' layout).
+
+    Args:
+        pooling: the pooling.
+        f: ``[M, K]`` codes of the set's rows, padding rows included.
+        log_f: ``[M, K]`` their logarithms.
+        mask: ``[M]`` bool, the real rows: a prefix (real rows first, as the segment ops need
+            sorted ids), at least one.
+
+    Returns:
+        ``[K]`` codes, by the rules of :func:`segment_pool`.
+    """
+    ids = jnp.where(mask, 0, 1).astype(jnp.int32)
+    return segment_pool(pooling, f, log_f, ids, 1)[0]
+
+
+def pooled_cotangent(
+    pooling: Pooling,
+    f: jax.Array,
+    log_f: jax.Array,
+    ids: jax.Array,
+    z: jax.Array,
+    dz: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    r"""``dL/d log f`` of every row from ``dL/dz`` of its set, and ``dL/drho`` (``gem``).
+
+    The hand-written backward pass of :func:`segment_pool` for max and the generalised mean,
+    for the fused one-pass gradient of :mod:`dpp.encoding`:
+
+    * max: :math:`\partial L / \partial \log f_{xk} = \frac{\partial L}{\partial z_{nk}}
+      f_{xk} [f_{xk} = z_{nk}] / \#\mathrm{ties}_{nk}`;
+    * gem: with :math:`w_{xk}` the segment softmax of :math:`p \log f_{xk}`,
+      :math:`\partial z_{nk} / \partial \log f_{xk} = z_{nk} w_{xk}` and
+      :math:`\partial z_{nk} / \partial p = z_{nk} (\sum_x w_{xk} \log f_{xk} - \log z_{nk}) / p`.
+
+    Args:
+        pooling: ``MaxPooling`` or ``GeMPooling``.
+        f: ``[R, K]`` codes of the rows.
+        log_f: ``[R, K]`` their logarithms.
+        ids: ``[R]`` set of each row (``S`` for padding rows).
+        z: ``[S, K]`` pooled codes (from :func:`segment_pool`).
+        dz: ``[S, K]`` ``dL/dz``.
+
+    Returns:
+        ``([R, K] dL/dlog f, [] dL/drho)`` (``dL/drho`` is 0 for max).
+    """
+    num_segments = z.shape[0]
+    valid = (ids < num_segments)[:, None]
+    if isinstance(pooling, MaxPooling):
+        ties = (f == _gather(z, ids)) & valid
+        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
+        per_tie = dz / jnp.maximum(share, 1.0)
+        return jnp.where(ties, f * _gather(per_tie, ids), 0.0), jnp.zeros((), f.dtype)
+    p = pooling.p().astype(f.dtype)
+    clipped = jnp.maximum(log_f, LOG_CODE_MIN)
+    v = p * clipped
+    shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
+    shift = jnp.where(jnp.isfinite(shift), shift, 0.0)
+    terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
+    sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
+    w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids)
+    h = _gather(dz * z, ids) * w * (log_f > LOG_CODE_MIN)
+    mean_log = jax.ops.segment_sum(w * clipped, ids, num_segments, indices_are_sorted=True)
+    log_z = jnp.log(jnp.where(z > 0, z, 1.0))
+    dz_dp = jnp.where(z > 0, z * (mean_log - log_z) / p, 0.0)
+    dp_drho = jax.nn.sigmoid(pooling.rho) * (jax.nn.softplus(pooling.rho) < GEM_P_MAX - 1.0)
+    return h, jnp.sum(dz * dz_dp) * dp_drho.astype(f.dtype)
