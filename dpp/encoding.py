@@ -15,6 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from dpp.pooling import (
+    LOG_CODE_MIN,
+    MEAN,
+    MaxPooling,
+    MeanPooling,
+    Pooling,
+    pooled_cotangent,
+    segment_pool,
+)
 from dpp.sets import RaggedSets
 
 #: Vectors (or memberships) processed together by the blocked encoders: large enough to keep
@@ -221,6 +230,22 @@ def _soft_codes(x, mu, log_beta):
     return jax.nn.softmax(logits, axis=1), d2, d2 > 0
 
 
+def _soft_log_codes(x, mu, log_beta):
+    """Eq. (3) codes of a block with their logarithms, the squared distances and where > 0.
+
+    ``log f`` comes from the logits (``logits - logsumexp``), so it is finite wherever the
+    logits are, also where ``f`` underflows to 0 (what the generalised mean needs).
+    """
+    d2 = squared_distances(x, mu)
+    beta = jnp.reshape(_beta(log_beta, d2.dtype), (1, -1))
+    if jnp.ndim(log_beta) == 0:
+        logits = -beta * (d2 - jnp.min(d2, axis=1, keepdims=True))
+    else:
+        logits = jnp.maximum(-beta * d2, -jnp.finfo(d2.dtype).max / 4)
+    log_f = jax.nn.log_softmax(logits, axis=1)
+    return jnp.exp(log_f), log_f, d2, d2 > 0
+
+
 def _block_of(sets: RaggedSets, start, first_set, set_count, with_labels: bool = True):
     """Rows, local set ids (``S`` for rows of other sets), labels, weights and sizes of a block.
 
@@ -270,6 +295,39 @@ def _block_likelihood(sets: RaggedSets, mu, log_beta, theta, block, with_grad: b
     )
     moments = jnp.einsum("bd,bk->kd", augmented, s)  # [K, D + 2]
     return value, (moments, dtheta)
+
+
+def _moments(x, mu, s):
+    """``[K, D + 2]``: ``sum_x s (x - c)``, ``sum_x s`` and ``sum_x s ||x - c||^2`` in one pass."""
+    xc = x - jnp.mean(mu, axis=0, keepdims=True)
+    augmented = jnp.concatenate(
+        [xc, jnp.ones((xc.shape[0], 1), xc.dtype), jnp.sum(xc * xc, axis=1, keepdims=True)], axis=1
+    )
+    return jnp.einsum("bd,bk->kd", augmented, s)
+
+
+def _block_likelihood_pooled(sets, mu, log_beta, theta, pooling, block, with_grad: bool):
+    """:func:`_block_likelihood` for max or generalised-mean pooling (:mod:`dpp.pooling`).
+
+    The same one pass: the codes, each set's pooled ``z``, its log-likelihood and, with
+    ``with_grad``, ``dL/dlog f`` of every vector from :func:`dpp.pooling.pooled_cotangent`;
+    the gradient of the logits is then ``s = h - f sum_k h`` and eqs. (11)-(15) follow as for the
+    mean, with ``dL/drho`` of the generalised mean beside them.
+    """
+    x, ids, labels, weights, _ = _block_of(sets, *block)
+    slots = sets.packing.slots.shape[0]
+    f, log_f, _, inside = _soft_log_codes(x, mu, log_beta)
+    z = segment_pool(pooling, f, log_f, ids, slots)
+    log_p = jax.nn.log_softmax(z @ theta, axis=1)
+    value = jnp.sum(weights * jnp.sum(labels * log_p, axis=1))
+    if not with_grad:
+        return value
+    dlogits = weights[:, None] * (labels - jnp.exp(log_p) * jnp.sum(labels, axis=1, keepdims=True))
+    dtheta = z.T @ dlogits
+    h, drho = pooled_cotangent(pooling, f, log_f, ids, z, dlogits @ theta.T)
+    s = h - f * jnp.sum(h, axis=1, keepdims=True)
+    s = jnp.where(inside, s, 0.0)  # the clip of d2 at 0 has no gradient
+    return value, (_moments(x, mu, s), dtheta, drho)
 
 
 def _blocks(sets: RaggedSets):
@@ -352,11 +410,81 @@ def _packed_likelihood_bwd(residuals, g):
 _packed_likelihood.defvjp(_packed_likelihood_fwd, _packed_likelihood_bwd)
 
 
+def _packed_codes_pooled(sets: RaggedSets, mu, log_beta, pooling):
+    """:func:`_packed_codes` for max or generalised-mean pooling (values only)."""
+    slots = sets.packing.slots
+
+    def add(totals, block):
+        def encode(totals):
+            x, ids, _, _, _ = _block_of(sets, *block, with_labels=False)
+            f, log_f, _, _ = _soft_log_codes(x, mu, log_beta)
+            z = segment_pool(pooling, f, log_f, ids, slots.shape[0])
+            rows = jnp.where(slots < block[2], block[1] + slots, sets.num_sets)
+            return totals.at[rows].add(z, mode="drop")
+
+        return jax.lax.cond(block[2] > 0, encode, lambda t: t, totals), None
+
+    init = jnp.zeros((sets.num_sets, mu.shape[0]), sets.vectors.dtype)
+    return jax.lax.scan(add, init, _blocks(sets))[0]
+
+
+@jax.custom_vjp
+def _packed_likelihood_pooled(mu, log_beta, theta, pooling, sets):
+    def body(block):
+        return _block_likelihood_pooled(sets, mu, log_beta, theta, pooling, block, False)
+
+    return _scan_blocks(body, jnp.zeros((), sets.vectors.dtype), sets)
+
+
+def _packed_likelihood_pooled_fwd(mu, log_beta, theta, pooling, sets):
+    """Value and gradient in one pass over the blocks (max or generalised mean)."""
+    k, d = mu.shape
+    dtype = sets.vectors.dtype
+
+    def body(block):
+        value, grads = _block_likelihood_pooled(sets, mu, log_beta, theta, pooling, block, True)
+        return (value, *grads)
+
+    zeros = (
+        jnp.zeros((), dtype), jnp.zeros((k, d + 2), dtype), jnp.zeros_like(theta),
+        jnp.zeros((), dtype),
+    )  # fmt: skip
+    value, moments, dtheta, drho = _scan_blocks(body, zeros, sets)
+    grad_mu, grad_log_beta = _prototype_gradients(mu, log_beta, moments, dtype)
+    grad_pooling = jax.tree.map(lambda leaf: drho.astype(jnp.result_type(leaf)), pooling)
+    zero_sets = jax.tree.map(_zero_cotangent, sets)
+    return value, (grad_mu, grad_log_beta, dtheta, grad_pooling, zero_sets)
+
+
+def _packed_likelihood_pooled_bwd(residuals, g):
+    grad_mu, grad_log_beta, dtheta, grad_pooling, zero_sets = residuals
+    scaled = jax.tree.map(lambda leaf: g * leaf, grad_pooling)
+    return g * grad_mu, g * grad_log_beta, g * dtheta, scaled, zero_sets
+
+
+_packed_likelihood_pooled.defvjp(_packed_likelihood_pooled_fwd, _packed_likelihood_pooled_bwd)
+
+
+def _prototype_gradients(mu, log_beta, moments, dtype):
+    """``(dL/dmu, dL/dlog beta)`` of eqs. (11)-(15) from the moments of ``s`` (:func:`_moments`)."""
+    k, d = mu.shape
+    sx, colsum, sx2 = moments[:, :d], moments[:, d], moments[:, d + 1]
+    mc = mu - jnp.mean(mu, axis=0, keepdims=True)  # centred as in squared_distances
+    sd = sx2 - 2.0 * jnp.sum(mc * sx, axis=1) + jnp.sum(mc * mc, axis=1) * colsum
+    beta = jnp.broadcast_to(_beta(log_beta, dtype), (k,))
+    grad_mu = 2.0 * beta[:, None] * (sx - colsum[:, None] * mc)
+    grad_log_beta = jnp.where(log_beta < LOG_BETA_MAX, -beta * sd, 0.0)
+    if jnp.ndim(log_beta) == 0:
+        grad_log_beta = jnp.sum(grad_log_beta)
+    return grad_mu, grad_log_beta
+
+
 def packed_log_likelihood(
     sets: RaggedSets,
     mu: Float[Array, "K D"],
     log_beta: Float[Array, "*B"],
     theta: Float[Array, "K C"],
+    pooling: Pooling = MEAN,
 ) -> Float[Array, ""]:
     r"""``sum_n w_n L^n`` (eqs. 3, 2, 16, 17) over sets packed into blocks of whole sets.
 
@@ -373,6 +501,9 @@ def packed_log_likelihood(
         mu: ``[K, D]`` prototypes.
         log_beta: ``[]`` or ``[K]`` log inverse temperature.
         theta: ``[K, C]`` classifier weights.
+        pooling: how a set's codes become ``z`` (:mod:`dpp.pooling`; default eq. 2's mean).
+            Max and the generalised mean get their gradient in the same one pass; the
+            generalised mean's ``rho`` gets one too.
 
     Returns:
         Scalar weighted log-likelihood (nats), without the ridge or the prior.
@@ -382,13 +513,18 @@ def packed_log_likelihood(
     """
     if sets.packing is None:
         raise ValueError("packed_log_likelihood needs packed sets: call sets.bucketed() first")
-    return _packed_likelihood(mu, log_beta, theta, sets)
+    if isinstance(pooling, MeanPooling):  # the paper's path, as it always was
+        return _packed_likelihood(mu, log_beta, theta, sets)
+    return _packed_likelihood_pooled(mu, log_beta, theta, pooling, sets)
 
 
 def encode_soft(
-    sets: RaggedSets, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]
+    sets: RaggedSets,
+    mu: Float[Array, "K D"],
+    log_beta: Float[Array, "*B"],
+    pooling: Pooling = MEAN,
 ) -> Float[Array, "N K"]:
-    """DPP set representation: eq. (3) codes pooled by eq. (2).
+    """DPP set representation: eq. (3) codes pooled by eq. (2) (or ``pooling``).
 
     Sets packed into blocks of whole sets (:meth:`~dpp.sets.RaggedSets.bucketed`) are encoded
     block by block (padding blocks skipped); this path is for values, not gradients (the
@@ -399,19 +535,79 @@ def encode_soft(
     to them. In the shared-pool layout the codes of the ``U`` distinct vectors are computed once
     and pooled by :func:`pool`.
 
+    Max and generalised-mean pooling (:mod:`dpp.pooling`) take the same packed path block by
+    block; on unpacked sets they pool the ``[T, K]`` codes with autodiff-ready segment ops
+    (memory ``T x K``: mini-batches, sets too large to pack), and in the shared-pool layout the
+    ``U`` distinct vectors' codes are gathered membership block by membership block.
+
     Args:
         sets: ``N`` sets of ``D``-dimensional vectors.
         mu: ``[K, D]`` prototypes.
         log_beta: ``[]`` or ``[K]`` log inverse temperature.
+        pooling: how a set's codes become ``z`` (default: eq. 2's mean).
 
     Returns:
-        ``[N, K]`` representations on the simplex.
+        ``[N, K]`` representations (on the simplex for the mean; in ``[0, 1]`` otherwise).
     """
+    if not isinstance(pooling, MeanPooling):
+        return _encode_pooled(sets, mu, log_beta, pooling)
     if sets.packing is not None:
         return _packed_codes(sets, mu, log_beta)
     if sets.members is None:
         return _soft_pool(sets.vectors, sets.set_ids, mu, log_beta, sets.num_sets)
     return pool(soft_assignment(sets.vectors, mu, log_beta), sets)
+
+
+def _encode_pooled(sets: RaggedSets, mu, log_beta, pooling: Pooling):
+    """:func:`encode_soft` for max or generalised-mean pooling."""
+    if sets.packing is not None:
+        return _packed_codes_pooled(sets, mu, log_beta, pooling)
+    f, log_f, _, _ = _soft_log_codes(sets.vectors, mu, log_beta)
+    if sets.members is None:
+        return segment_pool(pooling, f, log_f, sets.set_ids, sets.num_sets)
+    return _pool_shared(pooling, f, log_f, sets)
+
+
+def _pool_shared(pooling: Pooling, f, log_f, sets: RaggedSets):
+    """Max or generalised-mean pooling of the pool's codes over memberships, block by block.
+
+    Two passes over blocks of :data:`BLOCK_SIZE` memberships: the largest code (or ``p log f``)
+    per set, then the sums :func:`dpp.pooling.segment_pool` needs, so memory stays ``U x K``
+    plus a block.
+    """
+    n, k = sets.num_sets, f.shape[1]
+    members, ids = _row_blocks([sets.members, sets.set_ids], [0, n], BLOCK_SIZE)
+    is_max = isinstance(pooling, MaxPooling)
+    p = 1.0 if is_max else pooling.p().astype(f.dtype)
+    values = f if is_max else p * jnp.maximum(log_f, LOG_CODE_MIN)
+
+    def largest(top, block):
+        m, i = block
+        return jnp.maximum(top, jax.ops.segment_max(values[m], i, n, True)), None
+
+    top, _ = jax.lax.scan(largest, jnp.full((n, k), -jnp.inf, f.dtype), (members, ids))
+    top = jax.lax.stop_gradient(jnp.where(jnp.isfinite(top), top, 0.0))
+    shifted = jnp.concatenate([top, jnp.zeros((1, k), f.dtype)])
+
+    def add(acc, block):
+        m, i = block
+        valid = (i < n)[:, None]
+        if is_max:  # the largest, split equally at ties
+            ties = (values[m] == shifted[i]) & valid
+            terms = (jnp.where(ties, f[m], 0.0), ties.astype(f.dtype))
+        else:
+            terms = (jnp.where(valid, jnp.exp(values[m] - shifted[i]), 0.0), valid.astype(f.dtype))
+        sums = (jax.ops.segment_sum(t, i, n, indices_are_sorted=True) for t in terms)
+        return tuple(a + b for a, b in zip(acc, sums, strict=True)), None
+
+    zeros = (jnp.zeros((n, k), f.dtype), jnp.zeros((n, k), f.dtype))
+    (total, count), _ = jax.lax.scan(add, zeros, (members, ids))
+    if is_max:  # the largest exactly; its gradient split equally among the ties
+        mean_of_ties = total / jnp.maximum(count, 1.0)
+        return jnp.where(count > 0, top, 0.0) + mean_of_ties - jax.lax.stop_gradient(mean_of_ties)
+    filled = total > 0
+    log_mean = top + jnp.log(jnp.where(filled, total, 1.0)) - jnp.log(jnp.maximum(count, 1.0))
+    return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
 
 
 def encode_hard(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"]:

@@ -24,6 +24,7 @@ from jaxtyping import Array, Float
 from dpp.classifier import log_predictive
 from dpp.encoding import encode_soft, packed_log_likelihood
 from dpp.hyper import is_concrete, settings_pytree
+from dpp.pooling import MEAN, Pooling
 from dpp.sets import RaggedSets, real_sets
 from dpp.sharding import ShardedSets, sharded_log_likelihood
 
@@ -36,11 +37,15 @@ class Params(NamedTuple):
         log_beta: ``[]`` (shared) or ``[K]`` (per prototype) float log inverse temperature;
             ``beta`` has units of 1 / squared distance.
         theta: ``[K, C]`` float softmax classifier weights.
+        pooling: how a set's codes become ``z`` (:mod:`dpp.pooling`): eq. (2)'s mean by
+            default; its kind is static, its parameters (the generalised mean's ``rho``) are
+            leaves that the (mu, beta)-step learns with the prototypes.
     """
 
     mu: Float[Array, "K D"]
     log_beta: Float[Array, "*B"]
     theta: Float[Array, "K C"]
+    pooling: Pooling = MEAN
 
 
 @settings_pytree("kind")
@@ -157,7 +162,7 @@ def objective(
         return sharded_log_likelihood(params, sets) - penalty
     if sets.packing is not None:  # one pass for value and gradient
         return packed_log_likelihood(sets, *params) - penalty
-    z = encode_soft(sets, params.mu, params.log_beta)
+    z = encode_soft(sets, params.mu, params.log_beta, params.pooling)
     return jnp.sum(sets.weights * set_log_likelihood(z, params.theta, sets.labels)) - penalty
 
 
@@ -179,7 +184,7 @@ def mean_log_likelihood(
         Scalar mean over the real sets of eq. (17), in nats (weighted by ``sets.weights`` if
         ``weighted``; unit weights give the plain mean).
     """
-    z = encode_soft(sets, params.mu, params.log_beta)
+    z = encode_soft(sets, params.mu, params.log_beta, params.pooling)
     real = real_sets(sets)
     weights = jnp.where(real, sets.weights if weighted else 1.0, 0.0)
     per_set = jnp.where(real, set_log_likelihood(z, params.theta, sets.labels), 0.0)

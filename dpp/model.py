@@ -25,6 +25,7 @@ from dpp.encoding import encode_hard, encode_soft, max_codes
 from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
+from dpp.pooling import MEAN, Pooling, exponent, make_pooling
 from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
@@ -90,6 +91,8 @@ class FittedModel:
         history: objective values recorded during training (method-specific meaning).
         info: scalars worth reporting (status, rounds, inner iterations, final ``beta``, ...).
         normalizer: map from feature units to internal units, applied to every set encoded.
+        pooling: how the soft encoder pools a set's codes (:mod:`dpp.pooling`; eq. 2's mean
+            by default); the hard encoder of eq. (1) always takes the mean (a histogram).
     """
 
     method: str
@@ -99,6 +102,7 @@ class FittedModel:
     history: np.ndarray
     info: dict
     normalizer: Normalizer = IDENTITY
+    pooling: Pooling = MEAN
 
     @property
     def prototypes(self) -> np.ndarray:
@@ -115,7 +119,7 @@ class FittedModel:
     @property
     def params(self) -> Params:
         """The soft model's parameters in internal units (use with :meth:`internal_sets`)."""
-        return Params(self.mu, self.log_beta, self.theta)
+        return Params(self.mu, self.log_beta, self.theta, self.pooling)
 
     def internal_sets(self, sets: RaggedSets) -> RaggedSets:
         """The sets with their vectors mapped into the model's internal units."""
@@ -131,7 +135,7 @@ class FittedModel:
         sets = self.internal_sets(sets).bucketed()
         if self.log_beta is None:
             return _encode_hard_jit(sets, self.mu)
-        return _encode_soft_jit(sets, self.mu, self.log_beta)
+        return _encode_soft_jit(sets, self.mu, self.log_beta, self.pooling)
 
     def encode(self, sets: RaggedSets) -> Float[Array, "N K"]:
         """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1)."""
@@ -228,6 +232,7 @@ def fit_dpp(
     devices: int | str = 1,
     validation_sets: RaggedSets | None = None,
     round_cap: int | None = None,
+    pooling: str = "mean",
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
@@ -271,6 +276,9 @@ def fit_dpp(
             :class:`dpp.DPPClassifierCV`): the fit runs at most this many rounds, and one that
             stops there while ``L`` still rises is ``early_stopped``, not ``max_rounds``. Not
             with early stopping.
+        pooling: how a set's codes become ``z``: ``mean`` (eq. 2, the paper), ``max`` or
+            ``gem`` (a generalised mean whose exponent is learned with the prototypes, from
+            ``p = 3``; :mod:`dpp.pooling`). A warm ``start`` brings its own.
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
@@ -296,7 +304,7 @@ def fit_dpp(
     _check_held_out(train, settings, validation_fraction, validation_sets, round_cap)
     place, used_devices = _placement(train, settings, devices)
     normalizer, train, settings, params0 = _internal_start(
-        train, centres, settings, start, beta_scale, per_prototype_beta
+        train, centres, settings, start, beta_scale, per_prototype_beta, make_pooling(pooling)
     )
     t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
@@ -362,12 +370,12 @@ def _placement(train: RaggedSets, settings: FitSettings, devices) -> tuple:
     return place, used_devices
 
 
-def _internal_start(train, centres, settings, start, beta_scale, per_prototype_beta):
+def _internal_start(train, centres, settings, start, beta_scale, per_prototype_beta, pooling):
     """``(normalizer, train, settings, params0)`` in internal units (:mod:`dpp.units`).
 
     The sets, the prior on ``beta`` and the solver settings moved into the internal units, and
-    the starting parameters: the centres, the ``beta`` heuristic and ``Theta = 0``, or a warm
-    ``start``'s parameters.
+    the starting parameters: the centres, the ``beta`` heuristic, ``Theta = 0`` and
+    ``pooling``, or a warm ``start``'s parameters (its pooling too).
     """
     normalizer = Normalizer.fit(np.asarray(train.vectors))
     train = normalizer.sets(train)
@@ -383,14 +391,14 @@ def _internal_start(train, centres, settings, start, beta_scale, per_prototype_b
             normalizer,
             train,
             settings,
-            Params(*_warm_start(start, normalizer, train, per_prototype_beta)),
+            Params(*_warm_start(start, normalizer, train, per_prototype_beta), start.pooling),
         )
     mu0 = jnp.asarray(centres, dtype=dtype)
     log_beta0 = init_log_beta(
         np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
     )
     theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
-    return normalizer, train, settings, Params(mu0, log_beta0, theta0)
+    return normalizer, train, settings, Params(mu0, log_beta0, theta0, pooling)
 
 
 def _validation_fraction_cap(solve, params0, train, settings, key, fraction, place):
@@ -452,7 +460,7 @@ def finish_fit(
     """
     params = result.params
     for name, value in zip(Params._fields, params, strict=True):
-        if not np.all(np.isfinite(np.asarray(value))):
+        if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(value)):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
     saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
     source = None if early is None else early["source"]
@@ -489,7 +497,11 @@ def finish_fit(
         info["early_stopping"] = early
     elif skipped is not None:
         info["early_stopping"] = {"skipped": skipped}
-    return FittedModel("dpp", params.mu, params.log_beta, params.theta, history, info, normalizer)
+    if exponent(params.pooling) is not None:
+        info["pooling_p"] = exponent(params.pooling)  # the generalised mean's learned p
+    return FittedModel(
+        "dpp", params.mu, params.log_beta, params.theta, history, info, normalizer, params.pooling
+    )
 
 
 def _bucketed(sets: RaggedSets, settings: FitSettings) -> RaggedSets:

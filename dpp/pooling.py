@@ -115,10 +115,16 @@ def exponent(pooling: Pooling) -> float | None:
     return float(pooling.p()) if isinstance(pooling, GeMPooling) else None
 
 
-def _gather(per_segment, ids):
-    """Rows ``per_segment[ids]``, where ``ids`` may hold ``num_segments`` (padding): a zero row."""
-    pad = jnp.zeros((1, per_segment.shape[1]), per_segment.dtype)
+def _gather(per_segment, ids, fill: float = 0.0):
+    """Rows ``per_segment[ids]``; ``ids`` may hold ``num_segments`` (padding): a ``fill`` row."""
+    pad = jnp.full((1, per_segment.shape[1]), fill, per_segment.dtype)
     return jnp.concatenate([per_segment, pad])[ids]
+
+
+def _ties(f, ids, num_segments):
+    """``[R, K]`` bool: the rows whose code is their set's largest (padding rows: never)."""
+    largest = jax.ops.segment_max(f, ids, num_segments, indices_are_sorted=True)
+    return (f == _gather(largest, ids)) & (ids < num_segments)[:, None], largest
 
 
 def segment_pool(
@@ -144,13 +150,13 @@ def segment_pool(
         totals = jax.ops.segment_sum(f, ids, num_segments, indices_are_sorted=True)
         return totals / jnp.maximum(counts, 1.0)[:, None]
     if isinstance(pooling, MaxPooling):
-        largest = jax.lax.stop_gradient(
-            jax.ops.segment_max(f, ids, num_segments, indices_are_sorted=True)
-        )
-        ties = (f == _gather(largest, ids)) & valid  # the largest, split equally at ties
+        ties, largest = _ties(jax.lax.stop_gradient(f), ids, num_segments)
         share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
         total = jax.ops.segment_sum(jnp.where(ties, f, 0.0), ids, num_segments, True)
-        return total / jnp.maximum(share, 1.0)
+        # the value is the largest code exactly; the gradient is split equally among the ties
+        mean_of_ties = total / jnp.maximum(share, 1.0)
+        value = jnp.where(share > 0, largest, 0.0)
+        return value + mean_of_ties - jax.lax.stop_gradient(mean_of_ties)
     p = pooling.p().astype(f.dtype)
     v = p * jnp.maximum(log_f, LOG_CODE_MIN)
     shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
@@ -158,9 +164,9 @@ def segment_pool(
     terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
     sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
     filled = sums > 0
-    log_mean = shift + jnp.log(jnp.where(filled, sums, 1.0)) - jnp.log(
-        jnp.maximum(counts, 1.0)
-    )[:, None]
+    log_mean = (
+        shift + jnp.log(jnp.where(filled, sums, 1.0)) - jnp.log(jnp.maximum(counts, 1.0))[:, None]
+    )
     return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
 
 
@@ -214,7 +220,7 @@ def pooled_cotangent(
     num_segments = z.shape[0]
     valid = (ids < num_segments)[:, None]
     if isinstance(pooling, MaxPooling):
-        ties = (f == _gather(z, ids)) & valid
+        ties, _ = _ties(f, ids, num_segments)
         share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
         per_tie = dz / jnp.maximum(share, 1.0)
         return jnp.where(ties, f * _gather(per_tie, ids), 0.0), jnp.zeros((), f.dtype)
@@ -225,7 +231,7 @@ def pooled_cotangent(
     shift = jnp.where(jnp.isfinite(shift), shift, 0.0)
     terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
     sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
-    w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids)
+    w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids, fill=1.0)
     h = _gather(dz * z, ids) * w * (log_f > LOG_CODE_MIN)
     mean_log = jax.ops.segment_sum(w * clipped, ids, num_segments, indices_are_sorted=True)
     log_z = jnp.log(jnp.where(z > 0, z, 1.0))

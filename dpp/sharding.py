@@ -27,6 +27,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from dpp.encoding import encode_soft, packed_log_likelihood
+from dpp.pooling import MEAN
 from dpp.sets import RaggedSets, _pack, block_length, sets_bucket
 
 logger = logging.getLogger(__name__)
@@ -217,26 +218,28 @@ def sharded_log_likelihood(params, sets: ShardedSets) -> jax.Array:
     )(tuple(params), sets.local)
 
 
-def sharded_codes(sets: ShardedSets, mu, log_beta) -> jax.Array:
+def sharded_codes(sets: ShardedSets, mu, log_beta, pooling=MEAN) -> jax.Array:
     """``[P * N_p, K]`` set representations ``z`` (eq. 2 over eq. 3), each device its own sets.
 
     Args:
         sets: the sharded sets (:func:`shard_sets`).
         mu: ``[K, D]`` prototypes, replicated.
         log_beta: ``[]`` or ``[K]`` log inverse temperature, replicated.
+        pooling: how a set's codes become ``z`` (:mod:`dpp.pooling`), replicated.
 
     Returns:
         ``[P * N_p, K]`` codes sharded by set, device-major; padding rows are 0 (rows of
         :attr:`ShardedSets.labels` and :attr:`ShardedSets.weights`).
     """
 
-    def local(mu, log_beta, part):
-        return encode_soft(_squeeze(part), mu, log_beta)[None]
+    def local(mu, log_beta, pooling, part):
+        return encode_soft(_squeeze(part), mu, log_beta, pooling)[None]
 
     spec = jax.tree.map(lambda _: P(AXIS), sets.local)
     z = jax.shard_map(
-        local, mesh=sets.mesh, in_specs=(P(), P(), spec), out_specs=P(AXIS), check_vma=False
-    )(mu, log_beta, sets.local)
+        local, mesh=sets.mesh, in_specs=(P(), P(), P(), spec), out_specs=P(AXIS),
+        check_vma=False,
+    )(mu, log_beta, pooling, sets.local)  # fmt: skip
     return z.reshape(-1, z.shape[-1])
 
 

@@ -73,7 +73,7 @@ def test_padding_and_packing_change_no_value_or_gradient(
     for name, variant in variants.items():
         v, g = value_and_grad(params, variant, 0.3)
         np.testing.assert_allclose(v, value, rtol=1e-12, err_msg=name)
-        for a, b in zip(g, grad, strict=True):
+        for a, b in zip(jax.tree.leaves(g), jax.tree.leaves(grad), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * float(jnp.max(jnp.abs(b))))
         np.testing.assert_allclose(mean_ll(params, variant), mean_ll(params, sets), rtol=1e-12)
         n = sets.num_sets
@@ -99,7 +99,7 @@ def test_shared_pool_sets_are_padded_without_packing(x64, rng):
     value_and_grad = jax.jit(jax.value_and_grad(objective))
     (v0, g0), (v1, g1) = value_and_grad(params, sets, 0.1), value_and_grad(params, bucketed, 0.1)
     np.testing.assert_allclose(v1, v0, rtol=1e-12)
-    for a, b in zip(g1, g0, strict=True):
+    for a, b in zip(jax.tree.leaves(g1), jax.tree.leaves(g0), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-14)
 
 

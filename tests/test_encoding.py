@@ -135,5 +135,5 @@ def test_shared_pool_gradients_match_disjoint(rng, x64, block_size, per_prototyp
     )
     g_shared = jax.grad(objective)(params, shared, 0.1)
     g_disjoint = jax.grad(objective)(params, disjoint, 0.1)
-    for a, b in zip(g_shared, g_disjoint, strict=True):
+    for a, b in zip(jax.tree.leaves(g_shared), jax.tree.leaves(g_disjoint), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-10, atol=1e-12)

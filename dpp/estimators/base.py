@@ -10,6 +10,7 @@ import logging
 from pathlib import Path
 from typing import ClassVar
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
@@ -21,6 +22,7 @@ from dpp import params as check
 from dpp.errors import ModelFileError, NonFiniteResultError, warn_caller
 from dpp.init import kmeans_centres
 from dpp.model import CLEAN_STATUSES, FittedModel
+from dpp.pooling import MEAN, make_pooling
 from dpp.reporting import jsonable
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
@@ -412,13 +414,15 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             arrays["log_beta"] = np.asarray(model.log_beta)
         if model.normalizer.shift is not None:
             arrays["normalizer_shift"] = np.asarray(model.normalizer.shift, np.float64)
+        for name, leaf in zip(("pool_rho",), jax.tree.leaves(model.pooling), strict=False):
+            arrays[name] = np.asarray(leaf, np.float64)  # the generalised mean's rho
         return write_model_file(self, path, model.method, arrays, model.info)
 
     #: Arrays of this estimator's model file besides the shared ones (preprocessing and
     #: ``param_init``): ``(required, optional)`` names.
     _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
         frozenset({"mu", "theta", "history", "normalizer_scale"}),
-        frozenset({"log_beta", "normalizer_shift"}),
+        frozenset({"log_beta", "normalizer_shift", "pool_rho"}),
     )
 
     def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
@@ -441,10 +445,20 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             "normalizer_shift": (dim,),
             "param_init": (k, dim),
         }
+        pooling = MEAN
         if self.method == "dpp":
             shapes["log_beta"] = (k,) if self.per_prototype_beta else ()
+            shapes["pool_rho"] = ()
             if "log_beta" not in arrays:
                 raise ModelFileError(f"{path} is damaged: missing array(s) log_beta")
+            if ("pool_rho" in arrays) != (self.pooling == "gem"):
+                found = "has" if "pool_rho" in arrays else "lacks"
+                raise model_file.bad(
+                    path, "array pool_rho",
+                    f"comes with pooling = 'gem' alone (pooling = {self.pooling!r}, and the file "
+                    f"{found} it)",
+                )  # fmt: skip
+            pooling = make_pooling(self.pooling, arrays.get("pool_rho"))
         check_shapes(path, arrays, shapes, f"n_prototypes = {k}, {classes} classes and {dim} "
                      "features (after preprocessing)")  # fmt: skip
         if arrays["history"].ndim != 1:
@@ -465,6 +479,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             arrays["history"],
             header["info"],
             normalizer,
+            pooling,
         )
         self._set_fitted(model)
 

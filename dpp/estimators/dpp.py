@@ -12,6 +12,7 @@ from dpp.baselines.infoloss import InfoLossSettings
 from dpp.estimators.base import PrototypeClassifier, _store
 from dpp.likelihood import BetaPrior
 from dpp.model import MODES, FittedModel, fit_dpp
+from dpp.pooling import POOLINGS
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings
@@ -51,6 +52,12 @@ class DPPClassifier(PrototypeClassifier):
         patience: early stopping: rounds without a better validation log-likelihood.
         beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
         per_prototype_beta: one ``beta`` per prototype instead of one shared.
+        pooling: how a set's codes become its representation ``z`` (:mod:`dpp.pooling`):
+            ``mean`` (eq. 2, the paper's, the default), ``max`` (per prototype, the largest
+            code over the set's vectors: whether a set holds one vector near a prototype, the
+            multiple-instance assumption) or ``gem`` (a generalised mean whose exponent
+            ``p = 1 + softplus(rho)`` in ``(1, 64]`` is learned with the prototypes from
+            ``p = 3``; mean and max are its limits). ``DPPClassifierCV`` can choose it.
         beta_prior: prior on ``log beta``: ``none``, ``lognormal`` (Gaussian on ``log beta``
             with mean ``beta_prior_loc`` and s.d. ``beta_prior_scale``) or ``gamma`` (shape
             ``beta_prior_loc``, rate ``beta_prior_scale``), in the units of the preprocessed
@@ -99,6 +106,7 @@ class DPPClassifier(PrototypeClassifier):
         patience: int = _FIT.patience,
         beta_scale: float = 1.0,
         per_prototype_beta: bool = False,
+        pooling: str = "mean",
         beta_prior: str = _FIT.prior.kind,
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
@@ -128,6 +136,7 @@ class DPPClassifier(PrototypeClassifier):
         "patience": check.Int(1),
         "beta_scale": check.Real(low=0, low_open=True),
         "per_prototype_beta": check.Bool(),
+        "pooling": check.Choice(POOLINGS),
         "beta_prior": check.Choice(("none", "lognormal", "gamma")),
         "beta_prior_loc": check.Real(),
         "beta_prior_scale": check.Real(low=0, low_open=True),
@@ -199,8 +208,12 @@ class DPPClassifier(PrototypeClassifier):
         self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None
     ) -> FittedModel:
         start = self._warm_model(sets)
-        if start is not None and np.ndim(start.log_beta) != int(bool(self.per_prototype_beta)):
-            start = None  # a shared beta cannot warm-start per-prototype ones, nor the reverse
+        if start is not None and (
+            np.ndim(start.log_beta) != int(bool(self.per_prototype_beta))
+            or start.pooling.kind != self.pooling
+        ):
+            start = None  # a shared beta cannot warm-start per-prototype ones, nor a pooling
+            # another one
         centres = start.prototypes if start is not None else self._initial_centres(sets, seed)
         if validation_sets is not None:
             validation_sets = self._preprocessed(validation_sets)
@@ -217,4 +230,5 @@ class DPPClassifier(PrototypeClassifier):
             devices=self.devices if self.devices == "all" else int(self.devices),
             validation_sets=validation_sets,
             round_cap=None if round_cap is None else int(round_cap),
+            pooling=self.pooling,
         )

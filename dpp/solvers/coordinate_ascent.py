@@ -341,9 +341,9 @@ def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Param
 
 def _theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
     if isinstance(sets, ShardedSets):  # [P * N_p, K] codes, sharded by set
-        z = sharded_codes(sets, params.mu, params.log_beta)
+        z = sharded_codes(sets, params.mu, params.log_beta, params.pooling)
     else:
-        z = encode_soft(sets, params.mu, params.log_beta)
+        z = encode_soft(sets, params.mu, params.log_beta, params.pooling)
     result = _classifier_step(
         params.theta, z, sets.labels, sets.weights, settings.l2, settings.theta_solver
     )
@@ -366,13 +366,17 @@ def prototype_coordinates(params: Params, beta_step_limit: float):
     temperature; ``beta`` stays within a factor ``beta_step_limit`` of ``beta_c``. It is a smooth
     change of variables, so every stationary point inside the region is one of ``L``.
 
+    The pooling's parameters (the generalised mean's ``rho``, :mod:`dpp.pooling`) move with
+    them, in their own coordinates (``rho`` itself; a unit move changes ``p`` by at most one).
+
     Args:
         params: parameters at the start of the step.
         beta_step_limit: largest factor by which ``beta`` may change (> 1).
 
     Returns:
-        ``(x0, to_params)``: the zero starting point ``(u [K, D], v [] or [K])`` and the map
-        from coordinates to ``(mu, log_beta)``.
+        ``(x0, to_params)``: the starting point ``(u [K, D], v [] or [K], pooling)`` (``u``,
+        ``v`` zero, the pooling as it is) and the map from coordinates to
+        ``(mu, log_beta, pooling)``.
     """
     mu_c, log_beta_c = params.mu, params.log_beta
     radius = jnp.log(jnp.asarray(beta_step_limit, mu_c.dtype))
@@ -380,10 +384,10 @@ def prototype_coordinates(params: Params, beta_step_limit: float):
     root_beta = jnp.reshape(root_beta, (-1, 1))  # [1, 1] or [K, 1]
 
     def to_params(x):
-        u, v = x
-        return mu_c + u / root_beta, log_beta_c + radius * jnp.tanh(v / radius)
+        u, v, pooling = x
+        return mu_c + u / root_beta, log_beta_c + radius * jnp.tanh(v / radius), pooling
 
-    return (jnp.zeros_like(mu_c), jnp.zeros_like(log_beta_c)), to_params
+    return (jnp.zeros_like(mu_c), jnp.zeros_like(log_beta_c), params.pooling), to_params
 
 
 def prototype_step(
@@ -411,7 +415,8 @@ def _prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key
     x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
 
     def assemble(x):
-        return Params(*to_params(x), theta)
+        mu, log_beta, pooling = to_params(x)
+        return Params(mu, log_beta, theta, pooling)
 
     result = _minimise_objective(assemble, x0, sets, settings, key)
     return assemble(result.params), result
@@ -434,7 +439,7 @@ def _minimise_objective(
 
 
 def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSettings):
-    z = encode_soft(batch, params.mu, params.log_beta)
+    z = encode_soft(batch, params.mu, params.log_beta, params.pooling)
     data = classifier_objective(params.theta, z, batch.labels, batch.weights, 0.0)
     penalty = settings.l2 * jnp.sum(params.theta**2)
     return scale * data - penalty + settings.prior.log_density(params.log_beta)
@@ -583,7 +588,8 @@ def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
     x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
 
     def assemble(x):
-        return Params(*to_params(x[:2]), x[2])
+        mu, log_beta, pooling = to_params(x[:3])
+        return Params(mu, log_beta, x[3], pooling)
 
     result = _minimise_objective(assemble, (*x0, params.theta), sets, settings, key)
     return assemble(result.params), result

@@ -1,0 +1,177 @@
+"""Issue 33: max and generalised-mean pooling of the codes, in every layout, with gradients.
+
+Segment code against a naive per-set loop (singleton sets, shuffled vectors); the fused one-pass
+gradient over packed blocks against autodiff of the segment ops and against central finite
+differences (float64), also where codes tie for the max.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import random_sets
+
+from dpp.encoding import encode_soft, packed_log_likelihood, soft_assignment
+from dpp.pooling import (
+    GEM_P_MAX,
+    MEAN,
+    GeMPooling,
+    MaxPooling,
+    gem_rho,
+    make_pooling,
+    padded_pool,
+    segment_pool,
+)
+from dpp.sets import RaggedSets
+
+POOLINGS = {"max": MaxPooling(), "gem": GeMPooling(jnp.asarray(gem_rho(2.5)))}
+
+
+def _naive(pooling, codes_per_set):
+    """Per-set loop over the codes: mean, max or (mean f^p)^(1/p)."""
+    out = []
+    for f in codes_per_set:
+        if pooling == "mean":
+            out.append(f.mean(0))
+        elif pooling == "max":
+            out.append(f.max(0))
+        else:
+            out.append((f**2.5).mean(0) ** (1 / 2.5))
+    return np.array(out)
+
+
+def _per_set_codes(sets, mu, log_beta):
+    f = np.asarray(soft_assignment(sets.vectors, mu, log_beta))
+    ids = np.asarray(sets.set_ids)
+    return [f[ids == n] for n in range(sets.num_sets)]
+
+
+@pytest.mark.parametrize("name", ["mean", "max", "gem"])
+def test_every_layout_pools_as_a_loop_over_sets_does(rng, x64, block_size, name):
+    sets = random_sets(rng, num_sets=9, max_size=6)
+    mu = jnp.asarray(rng.normal(size=(4, 3)))
+    log_beta = jnp.asarray(0.3)
+    pooling = MEAN if name == "mean" else POOLINGS[name]
+    want = _naive(name, _per_set_codes(sets, mu, log_beta))
+    for layout in (sets, sets.bucketed(block_size)):  # flat rows; packed blocks
+        z = encode_soft(layout, mu, log_beta, pooling)[:9]  # bucketed: padding sets after
+        np.testing.assert_allclose(z, want, rtol=1e-10)
+    # the shared-pool layout: every membership reads a pool of distinct vectors
+    flat = np.asarray(sets.vectors)
+    members = rng.permutation(len(flat))
+    pool = np.empty_like(flat)
+    pool[members] = flat
+    shared = RaggedSets.from_flat(
+        pool, np.asarray(sets.set_ids), np.asarray(sets.labels), members=members, num_sets=9,
+        dtype=np.float64,
+    )  # fmt: skip
+    np.testing.assert_allclose(encode_soft(shared, mu, log_beta, pooling), want, rtol=1e-10)
+    # the order of the vectors within a set changes nothing
+    shuffled = RaggedSets.from_list(
+        [x[rng.permutation(len(x))] for x in np.split(flat, np.cumsum(sets.set_sizes())[:-1])],
+        np.asarray(sets.labels),
+        dtype=np.float64,
+    )
+    np.testing.assert_allclose(encode_soft(shuffled, mu, log_beta, pooling), want, rtol=1e-10)
+
+
+def test_the_generalised_mean_runs_from_the_mean_to_the_max(rng, x64):
+    f = jnp.asarray(rng.dirichlet(np.ones(4), size=12))
+    ids = jnp.asarray(np.repeat([0, 1, 2], 4), jnp.int32)
+    mean = segment_pool(MEAN, f, jnp.log(f), ids, 3)
+    largest = segment_pool(MaxPooling(), f, jnp.log(f), ids, 3)
+    near_one = segment_pool(GeMPooling(jnp.asarray(-30.0)), f, jnp.log(f), ids, 3)  # p = 1 + 1e-13
+    np.testing.assert_allclose(near_one, mean, rtol=1e-9)
+    top = segment_pool(GeMPooling(jnp.asarray(1e3)), f, jnp.log(f), ids, 3)  # p = GEM_P_MAX
+    assert GeMPooling(jnp.asarray(1e3)).p() == GEM_P_MAX
+    assert np.all(np.asarray(top) <= np.asarray(largest) + 1e-12)
+    np.testing.assert_allclose(top, largest, rtol=np.log(4) / GEM_P_MAX)  # (1/M)^(1/p) away
+    assert np.all(np.diff(np.asarray([segment_pool(GeMPooling(jnp.asarray(gem_rho(p))), f,
+                  jnp.log(f), ids, 3) for p in (1.5, 3.0, 10.0)]), axis=0) >= -1e-12)  # fmt: skip
+
+
+def test_padded_pooling_equals_segment_pooling(rng, x64):
+    f = jnp.asarray(rng.dirichlet(np.ones(3), size=5))
+    padded = jnp.concatenate([f, jnp.full((3, 3), 0.7)])  # padding rows that would win the max
+    mask = jnp.arange(8) < 5
+    for pooling in (MEAN, *POOLINGS.values()):
+        np.testing.assert_allclose(
+            padded_pool(pooling, padded, jnp.log(padded), mask),
+            segment_pool(pooling, f, jnp.log(f), jnp.zeros(5, jnp.int32), 1)[0],
+            rtol=1e-12,
+        )
+
+
+def _reference_objective(pooling_name):
+    """``sum_n w_n L^n`` by autodiff-ready segment ops on the flat layout (no fused gradient)."""
+
+    def objective(mu, log_beta, theta, pooling, sets):
+        z = encode_soft(sets, mu, log_beta, pooling)  # unpacked: segment_pool over all rows
+        log_p = jax.nn.log_softmax(z @ theta, axis=1)
+        return jnp.sum(sets.weights * jnp.sum(sets.labels * log_p, axis=1))
+
+    return objective
+
+
+def _problem(rng, ties: bool, per_prototype: bool = False):
+    sets = random_sets(rng, num_sets=8, max_size=5, soft=True, weighted=True)
+    if ties:  # duplicate vectors: their codes tie for the max for every mu and beta
+        lists = np.split(np.asarray(sets.vectors), np.cumsum(sets.set_sizes())[:-1])
+        lists = [np.concatenate([x, x[:1], x[:1]]) for x in lists]
+        sets = RaggedSets.from_list(
+            lists, np.asarray(sets.labels), weights=np.asarray(sets.weights), dtype=np.float64
+        )
+    mu = jnp.asarray(rng.normal(size=(4, 3)))
+    log_beta = jnp.asarray(rng.normal(size=4) * 0.3 if per_prototype else 0.2)
+    theta = jnp.asarray(rng.normal(size=(4, 3)))
+    return sets, (mu, log_beta, theta)
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["no-ties", "ties"])
+@pytest.mark.parametrize("name", ["max", "gem"])
+def test_the_fused_gradient_is_autodiff_and_central_differences(rng, x64, block_size, name, ties):
+    sets, (mu, log_beta, theta) = _problem(rng, ties, per_prototype=name == "gem")
+    pooling = POOLINGS[name]
+    packed = sets.bucketed(block_size)
+    args = (mu, log_beta, theta, pooling)
+
+    def fused(mu, log_beta, theta, pooling):
+        return packed_log_likelihood(packed, mu, log_beta, theta, pooling)
+
+    reference = _reference_objective(name)
+    value, grads = jax.value_and_grad(fused, argnums=(0, 1, 2, 3))(*args)
+    ref_value, ref_grads = jax.value_and_grad(reference, argnums=(0, 1, 2, 3))(*args, sets)
+    np.testing.assert_allclose(value, ref_value, rtol=1e-10)
+    for got, want in zip(jax.tree.leaves(grads), jax.tree.leaves(ref_grads), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-10)
+    # a central difference along a random direction of every parameter (rho too)
+    direction = jax.tree.map(lambda a: jnp.asarray(rng.normal(size=np.shape(a))), args)
+    eps = 1e-6
+
+    def along(t):
+        moved = jax.tree.map(lambda a, d: a + t * d, args, direction)
+        return fused(*moved)
+
+    numeric = (along(eps) - along(-eps)) / (2 * eps)
+    analytic = sum(
+        jnp.sum(g * d)
+        for g, d in zip(jax.tree.leaves(grads), jax.tree.leaves(direction), strict=True)
+    )
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+
+
+def test_at_ties_the_max_splits_its_gradient_equally(x64):
+    """Two identical vectors tie for the max: each gets half of dL/dz (a subgradient)."""
+    f = jnp.asarray([[0.6, 0.4], [0.6, 0.4], [0.2, 0.8]])
+    ids = jnp.zeros(3, jnp.int32)
+    grad = jax.grad(lambda f: jnp.sum(segment_pool(MaxPooling(), f, jnp.log(f), ids, 1)
+                                      * jnp.asarray([[1.0, 2.0]])))(f)  # fmt: skip
+    np.testing.assert_allclose(grad, [[0.5, 0.0], [0.5, 0.0], [0.0, 2.0]])
+
+
+def test_make_pooling_refuses_unknown_kinds_and_exponents():
+    with pytest.raises(ValueError, match="pooling must be one of mean, max, gem, got 'sum'"):
+        make_pooling("sum")
+    with pytest.raises(ValueError, match="1 < p <= 64"):
+        gem_rho(1.0)
+    assert float(make_pooling("gem").p()) == pytest.approx(3.0, rel=1e-6)
