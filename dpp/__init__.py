@@ -15,8 +15,10 @@ from dpp.classifier import log_predictive, predict_proba
 from dpp.encoding import encode_hard, encode_soft, hard_assignment, pool, soft_assignment
 from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError, NonFiniteResultError
 from dpp.estimators import (
+    AttentionMILClassifier,
     BagOfWordsClassifier,
     ClassPriorClassifier,
+    DeepSetsClassifier,
     DPPClassifier,
     DPPClassifierCV,
     InfoLossClassifier,
@@ -39,7 +41,8 @@ MODULES = (
     "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
     "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
     "units", "model_file", "estimators.base", "estimators.dpp", "estimators.baselines",
-    "estimators.cv", "estimators.io", "estimators.pooled",
+    "estimators.cv", "estimators.io", "estimators.pooled", "estimators.neural",
+    "baselines.neural", "pooling",
     "selection", "sets", "sharding", "solvers", "splits", "suite", "sweep", "tables", "tracking",
 )  # fmt: skip
 #: Modules of an optional extra, loaded where they are used: ``optuna_sweeper`` (the ``sweep``
@@ -49,11 +52,13 @@ for _name in MODULES:
     _importlib.import_module(f"{__name__}.{_name}")
 
 __all__ = [
+    "AttentionMILClassifier",
     "BagOfWordsClassifier",
     "BetaPrior",
     "ClassPriorClassifier",
     "DPPClassifier",
     "DPPClassifierCV",
+    "DeepSetsClassifier",
     "ConfigError",
     "DataError",
     "FitWarning",

@@ -109,6 +109,16 @@ class FittedModel:
         """``[K, D]`` float64 prototypes in the units of the features."""
         return self.normalizer.inverse_vectors(np.asarray(self.mu))
 
+    def input_prototypes(self, preprocess) -> np.ndarray:
+        """``[K, D]`` float64 prototypes in the input units.
+
+        Args:
+            preprocess: the estimator's fitted :class:`~dpp.units.Affine` (or ``None``), whose
+                inverse takes the prototypes back to the input units.
+        """
+        prototypes = self.prototypes
+        return prototypes if preprocess is None else preprocess.inverse(prototypes)
+
     @property
     def beta(self) -> np.ndarray | None:
         """Inverse temperature in 1 / squared feature units (``[]`` or ``[K]``), or ``None``."""

@@ -159,6 +159,19 @@ class Literal(Rule):
         return self.rule(name, value)
 
 
+class Widths(Rule):
+    """A non-empty list of positive integers: the layer widths of an embedding network."""
+
+    def _check(self, name, value):
+        widths = list(value) if isinstance(value, list | tuple) else None
+        if not widths or not all(_is_int(w) and w >= 1 for w in widths):
+            raise ValueError(
+                f"{name} must be a non-empty list of positive integer layer widths, "
+                f"e.g. (256, 128, 64); got {value!r}"
+            )
+        return tuple(int(w) for w in widths)
+
+
 def check_table(values, rules: dict[str, Rule]) -> dict:
     """Checks every value named in ``rules``: the table of an estimator or of the options.
 

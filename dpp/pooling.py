@@ -45,18 +45,20 @@ GEM_P_START = 3.0
 LOG_CODE_MIN = -1.0e4
 
 
+# ``kind`` is each pytree's static node data: two poolings without leaves would otherwise have
+# equal tree structures, and a compiled program of one could be reused for the other.
 @dataclasses.dataclass(frozen=True)
 class MeanPooling:
     """Eq. (2): the mean of a set's codes (the paper's pooling; no parameter)."""
 
-    kind = "mean"
+    kind: str = dataclasses.field(default="mean", init=False)
 
 
 @dataclasses.dataclass(frozen=True)
 class MaxPooling:
     """The largest code of each prototype over a set (no parameter)."""
 
-    kind = "max"
+    kind: str = dataclasses.field(default="max", init=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,16 +70,30 @@ class GeMPooling:
     """
 
     rho: jax.Array | float
-    kind = "gem"
+    kind: str = dataclasses.field(default="gem", init=False)
 
     def p(self) -> jax.Array:
         """``p = 1 + min(softplus(rho), GEM_P_MAX - 1)``, in ``(1, GEM_P_MAX]``."""
         return 1.0 + jnp.minimum(jax.nn.softplus(self.rho), GEM_P_MAX - 1.0)
 
 
-jax.tree_util.register_dataclass(MeanPooling, data_fields=[], meta_fields=[])
-jax.tree_util.register_dataclass(MaxPooling, data_fields=[], meta_fields=[])
-jax.tree_util.register_dataclass(GeMPooling, data_fields=["rho"], meta_fields=[])
+def _register(cls, data: list[str]) -> None:
+    def flatten(obj):
+        return tuple(getattr(obj, n) for n in data), obj.kind
+
+    def unflatten(kind, children):
+        obj = object.__new__(cls)
+        for name, value in zip(data, children, strict=True):
+            object.__setattr__(obj, name, value)
+        object.__setattr__(obj, "kind", kind)
+        return obj
+
+    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+
+
+_register(MeanPooling, [])
+_register(MaxPooling, [])
+_register(GeMPooling, ["rho"])
 
 Pooling = MeanPooling | MaxPooling | GeMPooling
 #: The paper's pooling.

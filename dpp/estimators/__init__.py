@@ -44,6 +44,7 @@ from dpp.estimators.baselines import (
 from dpp.estimators.cv import DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.io import ESTIMATORS, load
+from dpp.estimators.neural import NEURAL_ESTIMATORS, AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import POOLED_ESTIMATORS, BagOfWordsClassifier, PoolingClassifier
 from dpp.units import Affine  # its home until this release: dpp.units
 
@@ -51,6 +52,9 @@ __all__ = [
     "EXPERIMENT_PARAMS",
     "ESTIMATORS",
     "POOLED_ESTIMATORS",
+    "NEURAL_ESTIMATORS",
+    "AttentionMILClassifier",
+    "DeepSetsClassifier",
     "BagOfWordsClassifier",
     "PoolingClassifier",
     "SCORINGS",

@@ -337,16 +337,13 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             if value is not None and not np.all(np.isfinite(np.asarray(value))):
                 raise NonFiniteResultError(f"{model.method} fit produced non-finite {name}")
         self.model_ = model
-        prototypes = model.prototypes
-        if self.preprocess_ is not None:
-            prototypes = self.preprocess_.inverse(prototypes)
-        self.prototypes_ = prototypes
+        self.prototypes_ = model.input_prototypes(self.preprocess_)
         beta = model.beta
         self.beta_ = None if beta is None else (float(beta) if beta.ndim == 0 else beta)
         self.theta_ = np.asarray(model.theta, np.float64)
         self.history_ = np.asarray(model.history, np.float64)
         self.fit_info_ = model.info
-        self.n_iter_ = int(model.info.get("rounds", 1))
+        self.n_iter_ = int(model.info.get("rounds", model.info.get("epochs", 1)))
         status = model.info.get("status")
         self.converged_ = None if status is None else status == "converged"
 
@@ -424,6 +421,10 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         frozenset({"mu", "theta", "history", "normalizer_scale"}),
         frozenset({"log_beta", "normalizer_shift", "pool_rho"}),
     )
+
+    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """``(required, optional, prefix)`` names of this estimator's own model-file arrays."""
+        return (*self._FILE_ARRAYS, None)
 
     def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
         """Sets the fitted model from a model file's arrays (:func:`dpp.load`), checked first.

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
+from dpp.baselines import neural
 from dpp.baselines.infoloss import InfoLossSettings
-from dpp.estimators.base import PrototypeClassifier, _store
+from dpp.estimators.base import PrototypeClassifier, _store, write_model_file
+from dpp.estimators.neural import network_leaves, restore_network, train_with_early_stopping
+from dpp.init import init_log_beta, kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.model import MODES, FittedModel, fit_dpp
-from dpp.pooling import POOLINGS
+from dpp.pooling import POOLINGS, exponent, make_pooling
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
-from dpp.solvers.coordinate_ascent import FitSettings
+from dpp.solvers.coordinate_ascent import FitSettings, fit_classifier
 from dpp.units import Affine
 
 _FIT = FitSettings()
@@ -58,6 +64,17 @@ class DPPClassifier(PrototypeClassifier):
             multiple-instance assumption) or ``gem`` (a generalised mean whose exponent
             ``p = 1 + softplus(rho)`` in ``(1, 64]`` is learned with the prototypes from
             ``p = 3``; mean and max are its limits). ``DPPClassifierCV`` can choose it.
+        embedding: ``None`` (the paper's model, the default), or the widths of an MLP
+            (Equinox, ReLU layers, e.g. ``(256, 128, 64)``) applied to every vector before the
+            soft assignment: DPP on a learned embedding. The MLP, ``mu``, ``beta``, ``Theta``
+            (and the pooling's ``p``) are then trained jointly by Adam epochs, with early
+            stopping on ``validation_fraction`` of the training sets and a refit on all of
+            them (:mod:`dpp.baselines.neural`): learning rate 5e-4, weight decay 5e-3 on the
+            MLP, ``l2`` on ``Theta`` as always, at most 100 epochs, patience 20, one set a
+            step (``optimizer_options`` ``learning_rate`` and ``batch_size`` override them).
+            ``mu`` starts at k-means of the embedded training vectors and ``beta`` at the
+            median nearest squared distance there. Needs ``optimizer="adam"``; one shared
+            ``beta``; one device. ``prototypes_`` are then in the embedding space.
         beta_prior: prior on ``log beta``: ``none``, ``lognormal`` (Gaussian on ``log beta``
             with mean ``beta_prior_loc`` and s.d. ``beta_prior_scale``) or ``gamma`` (shape
             ``beta_prior_loc``, rate ``beta_prior_scale``), in the units of the preprocessed
@@ -107,6 +124,7 @@ class DPPClassifier(PrototypeClassifier):
         beta_scale: float = 1.0,
         per_prototype_beta: bool = False,
         pooling: str = "mean",
+        embedding=None,
         beta_prior: str = _FIT.prior.kind,
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
@@ -137,6 +155,7 @@ class DPPClassifier(PrototypeClassifier):
         "beta_scale": check.Real(low=0, low_open=True),
         "per_prototype_beta": check.Bool(),
         "pooling": check.Choice(POOLINGS),
+        "embedding": check.Optional(check.Widths()),
         "beta_prior": check.Choice(("none", "lognormal", "gamma")),
         "beta_prior_loc": check.Real(),
         "beta_prior_scale": check.Real(low=0, low_open=True),
@@ -146,6 +165,19 @@ class DPPClassifier(PrototypeClassifier):
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
         super().check_params()
         self._prior()
+        if self.embedding is None:
+            return
+        widths = tuple(self.embedding)
+        if self.optimizer != "adam":
+            raise ValueError(
+                f"embedding={widths} is trained with mu, beta and Theta by Adam epochs: "
+                f"optimizer={self.optimizer!r} cannot train it; the choices with an embedding: "
+                "'adam'"
+            )
+        if self.per_prototype_beta:
+            raise ValueError(f"embedding={widths} takes one shared beta: per_prototype_beta=False")
+        if self.devices != 1:
+            raise ValueError(f"embedding={widths} fits on one device: devices=1")
 
     def _prior(self) -> BetaPrior:
         try:
@@ -207,6 +239,13 @@ class DPPClassifier(PrototypeClassifier):
     def _fit_model(
         self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None
     ) -> FittedModel:
+        if self.embedding is not None:
+            if validation_sets is not None or round_cap is not None:
+                raise ValueError(
+                    "validation_sets and round_cap choose coordinate-ascent rounds; with an "
+                    "embedding, early stopping holds out validation_fraction of the sets"
+                )
+            return self._fit_embedded(sets, seed)
         start = self._warm_model(sets)
         if start is not None and (
             np.ndim(start.log_beta) != int(bool(self.per_prototype_beta))
@@ -232,3 +271,87 @@ class DPPClassifier(PrototypeClassifier):
             round_cap=None if round_cap is None else int(round_cap),
             pooling=self.pooling,
         )
+
+    # ------------------------------------------------------------------ DPP on an embedding
+    def _train_settings(self):
+        """Adam and early stopping of the embedded fit (the neural baselines' defaults)."""
+        options = self.optimizer_options or {}
+        defaults = neural.TrainSettings()
+        return dataclasses.replace(
+            defaults,
+            learning_rate=float(options.get("learning_rate", defaults.learning_rate)),
+            batch_size=int(options.get("batch_size", defaults.batch_size)),
+        )
+
+    def _embedded_network(self, dim, num_classes, key, vectors=None, weight=1.0, seed=0):
+        """The initial network: k-means of the embedded ``vectors`` (zeros without them).
+
+        ``Theta`` is 0 here; :meth:`_fit_embedded` starts it with a Theta-step.
+        """
+        embedding = neural.Embedding(dim, tuple(self.embedding), 0.0, key=key)
+        k = int(self.n_prototypes)
+        if vectors is None:  # a skeleton, whose arrays a model file replaces
+            centres, log_beta = np.zeros((k, embedding.layers[-1].out_features)), 0.0
+        else:
+            embedded = neural.embed(embedding, vectors)
+            if embedded.shape[0] < k:
+                raise ValueError(
+                    f"n_prototypes = {k} exceeds the {embedded.shape[0]} training vectors"
+                )
+            centres = kmeans_centres(embedded, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
+            log_beta = float(init_log_beta(embedded, centres, float(self.beta_scale)))
+        return neural.initial_embedded_dpp(
+            embedding, centres, log_beta, num_classes, make_pooling(self.pooling),
+            float(self.l2) / weight,
+        )  # fmt: skip
+
+    def _fit_embedded(self, sets: RaggedSets, seed: int) -> neural.EmbeddedFit:
+        """DPP on a learned embedding: trained jointly by Adam with early stopping."""
+        solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
+
+        def make(part: RaggedSets, key):
+            vectors = np.asarray(part.vectors, np.float32)
+            weight = float(np.sum(np.asarray(part.weights)))
+            network = self._embedded_network(part.dim, part.num_classes, key, vectors, weight, seed)
+            # the paper's first step: Theta fitted on the start's codes (a convex problem), so
+            # that Adam refines a classifier rather than grows one from 0
+            z = neural.EmbeddedFit(network, np.zeros(0), {}).encode(part)
+            theta = fit_classifier(
+                z, np.asarray(part.labels), np.asarray(part.weights), network.theta,
+                float(self.l2), solver,
+            )  # fmt: skip
+            return dataclasses.replace(network, theta=jnp.asarray(theta, network.theta.dtype))
+
+        network, info, history = train_with_early_stopping(
+            make, sets, self._train_settings(), float(self.validation_fraction), seed
+        )
+        info["embedding"] = list(self.embedding)
+        if exponent(network.pooling) is not None:
+            info["pooling_p"] = exponent(network.pooling)
+        return neural.EmbeddedFit(network, history, info)
+
+    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """The paper's model's arrays, or an embedded network's ``net_*``."""
+        if self.embedding is not None:
+            return frozenset(), frozenset(), "net_"
+        return super()._file_arrays()
+
+    def save(self, path):
+        """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
+
+        See :meth:`PrototypeClassifier.save`; with an embedding the file holds the network's
+        arrays (``net_000`` ...), rebuilt from the parameters when loaded.
+        """
+        if self.embedding is None:
+            return super().save(path)
+        check_is_fitted(self, "model_")
+        leaves = network_leaves(self.model_.network)
+        return write_model_file(self, path, "dpp", leaves, self.model_.info)
+
+    def _restore(self, path, header: dict, arrays: dict, dim: int) -> None:
+        if self.embedding is None:
+            return super()._restore(path, header, arrays, dim)
+        skeleton = self._embedded_network(dim, len(header["classes"]), jax.random.key(0))
+        network = restore_network(path, skeleton, arrays)
+        self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), header["info"]))
+        return None

@@ -23,6 +23,7 @@ from dpp.estimators.baselines import (
     StandardPrototypeClassifier,
 )
 from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
 from dpp.model_file import bad, is_int
 from dpp.units import Affine
@@ -37,9 +38,11 @@ ESTIMATORS: dict[str, type] = {
         ClassPriorClassifier,
         PoolingClassifier,
         BagOfWordsClassifier,
+        AttentionMILClassifier,
+        DeepSetsClassifier,
     )
 }
-#: Arrays every model file may hold besides an estimator's own (:data:`_FILE_ARRAYS`).
+#: Arrays every model file may hold besides an estimator's own (its ``_file_arrays()``).
 SHARED_ARRAYS = frozenset({"preprocess_shift", "preprocess_matrix", "param_init"})
 
 
@@ -95,11 +98,11 @@ def _check_header(path: Path, header: dict):
     return cls, estimator
 
 
-def _check_names(path: Path, header: dict, arrays: dict, cls) -> None:
+def _check_names(path: Path, header: dict, arrays: dict, estimator) -> None:
     """The estimator's required arrays are there, and every listed one is known."""
-    required, optional = cls._FILE_ARRAYS
-    listed = set(header["arrays"])
-    missing = sorted((listed | required) - set(arrays))
+    required, optional, prefix = estimator._file_arrays()  # prefix: a network's numbered arrays
+    listed = {n for n in header["arrays"] if not (prefix and n.startswith(prefix))}
+    missing = sorted((set(header["arrays"]) | required) - set(arrays))
     if missing:
         raise ModelFileError(f"{path} is damaged: missing array(s) {', '.join(missing)}")
     if not listed <= required | optional | SHARED_ARRAYS:
@@ -159,7 +162,7 @@ def load(path):
     path = Path(path)
     header, arrays = model_file.read(path)
     cls, estimator = _check_header(path, header)
-    _check_names(path, header, arrays, cls)
+    _check_names(path, header, arrays, estimator)
     preprocess, dim = _preprocess(path, header, arrays, estimator)
     if "param_init" in arrays:
         estimator.set_params(init=arrays["param_init"])

@@ -167,6 +167,10 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         frozenset(),
     )
 
+    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """``(required, optional, prefix)`` names of this estimator's own model-file arrays."""
+        return (*self._FILE_ARRAYS, None)
+
     def save(self, path) -> Path:
         """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
 

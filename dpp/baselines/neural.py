@@ -1,0 +1,626 @@
+r"""Neural set classifiers on Equinox layers, and the trainer they share.
+
+What a practitioner tries besides pooled features (issue 33), and DPP as the pooling layer of a
+learned embedding:
+
+* :class:`AttentionMIL`: attention-based multiple-instance pooling (Ilse, Tomczak & Welling,
+  *Attention-based deep multiple instance learning*, ICML 2018). An embedding network
+  :math:`h_k = \phi(x_k)`, attention
+  :math:`a_k = \mathrm{softmax}_k(w^T \tanh(V h_k))` (gated:
+  :math:`w^T (\tanh(V h_k) \odot \mathrm{sigm}(U h_k))`), :math:`z = \sum_k a_k h_k`, and a
+  linear softmax classifier.
+* :class:`DeepSets`: the embedding pooled by max (mi-Net/MI-Net: Wang, Yan, Tang, Bai & Liu,
+  *Revisiting multiple instance neural networks*, Pattern Recognition 2018) or by mean (Deep
+  Sets: Zaheer et al., NeurIPS 2017), then a linear softmax classifier.
+* :class:`EmbeddedDPP`: DPP on a learned embedding: eq. (3)'s soft assignment of the embedded
+  vectors to ``K`` prototypes ``mu`` with inverse temperature ``beta``, pooled (mean, max or a
+  generalised mean, :mod:`dpp.pooling`) and classified by eq. (16)'s softmax ``Theta``.
+
+The embedding (:class:`Embedding`) is an MLP of ReLU layers with dropout after the last, as in
+both papers. Layers are ``equinox.nn.Linear``; a model is an Equinox module, so a pytree:
+``jit`` and ``vmap`` see its arrays, and a model file stores its leaves.
+
+Sets are laid out in padded size buckets (:func:`bucketize`): every set of a bucket is padded to
+the bucket's size with masked rows (real rows first), so a mini-batch is a dense
+``[B, M, D]`` array and an epoch is one compiled program: a ``lax.scan`` over each bucket's
+mini-batches (buckets in a fixed order, sets shuffled within each; never a Python loop over
+sets). Training (:func:`train`) runs Adam with PyTorch's coupled weight decay (the papers'
+``Adam(weight_decay=...)``) on the weighted soft-label log-likelihood of eq. (17), epochs in a
+``lax.while_loop`` whose carry keeps the best epoch on the validation sets (early stopping with
+``patience``), so a batch of such fits under ``vmap`` ends member by member where each alone
+would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Bool, Float
+
+from dpp.encoding import LOG_BETA_MAX, squared_distances
+from dpp.pooling import MEAN, Pooling, padded_pool
+from dpp.sets import RaggedSets, bucket_size
+
+
+# ---------------------------------------------------------------------- layers and models
+class Embedding(eqx.Module):
+    """An MLP applied to every vector of a set: ReLU layers, dropout after the last.
+
+    Attributes:
+        layers: the ``equinox.nn.Linear`` layers, ``D -> widths[0] -> ... -> widths[-1]``.
+        dropout: dropout after the last layer (both papers' place for it).
+    """
+
+    layers: tuple[eqx.nn.Linear, ...]
+    dropout: eqx.nn.Dropout
+
+    def __init__(self, in_size: int, widths: tuple[int, ...], dropout: float, *, key):
+        keys = jax.random.split(key, len(widths))
+        sizes = (in_size, *widths)
+        self.layers = tuple(
+            eqx.nn.Linear(a, b, key=k) for a, b, k in zip(sizes[:-1], sizes[1:], keys, strict=True)
+        )
+        self.dropout = eqx.nn.Dropout(dropout)
+
+    def __call__(self, x: Float[Array, "M D"], *, key=None, inference: bool = True):
+        """``[M, H]`` embedded vectors (``H = widths[-1]``)."""
+        for layer in self.layers:
+            x = jax.nn.relu(jax.vmap(layer)(x))
+        return self.dropout(x, key=key, inference=inference)
+
+
+class AttentionMIL(eqx.Module):
+    """Attention-based MIL pooling (Ilse et al. 2018), plain or gated, into a softmax.
+
+    Attributes:
+        embedding: :class:`Embedding`.
+        attention_V: ``H -> A`` (``tanh`` branch).
+        attention_U: ``H -> A`` (``sigm`` gate) or ``None``.
+        attention_w: ``A -> 1``.
+        classifier: ``H -> C``.
+    """
+
+    embedding: Embedding
+    attention_V: eqx.nn.Linear
+    attention_U: eqx.nn.Linear | None
+    attention_w: eqx.nn.Linear
+    classifier: eqx.nn.Linear
+
+    def __init__(self, in_size, num_classes, widths, dropout, attention_size, gated, *, key):
+        keys = jax.random.split(key, 5)
+        width = widths[-1]
+        self.embedding = Embedding(in_size, widths, dropout, key=keys[0])
+        self.attention_V = eqx.nn.Linear(width, attention_size, key=keys[1])
+        self.attention_U = eqx.nn.Linear(width, attention_size, key=keys[2]) if gated else None
+        self.attention_w = eqx.nn.Linear(attention_size, 1, key=keys[3])
+        self.classifier = eqx.nn.Linear(width, num_classes, key=keys[4])
+
+    def penalty(self):
+        """Added to the loss (none: weight decay is the optimizer's)."""
+        return 0.0
+
+    def decay_mask(self):
+        """Which leaves weight decay applies to: all."""
+        return jax.tree.map(lambda _: True, self)
+
+    def __call__(self, x, mask, *, key=None, inference=True):
+        """``[C]`` class logits of one padded set (``x [M, D]``, ``mask [M]``)."""
+        h = self.embedding(x, key=key, inference=inference)
+        gate = jnp.tanh(jax.vmap(self.attention_V)(h))
+        if self.attention_U is not None:
+            gate = gate * jax.nn.sigmoid(jax.vmap(self.attention_U)(h))
+        scores = jax.vmap(self.attention_w)(gate)[:, 0]
+        attention = jax.nn.softmax(jnp.where(mask, scores, -jnp.inf))
+        return self.classifier(attention @ h)
+
+
+class DeepSets(eqx.Module):
+    """The embedding pooled by max (MI-Net) or mean (Deep Sets), into a softmax.
+
+    Attributes:
+        embedding: :class:`Embedding`.
+        classifier: ``H -> C``.
+        pooling: ``max`` or ``mean`` (static).
+    """
+
+    embedding: Embedding
+    classifier: eqx.nn.Linear
+    pooling: str = eqx.field(static=True)
+
+    def __init__(self, in_size, num_classes, widths, dropout, pooling, *, key):
+        keys = jax.random.split(key, 2)
+        self.embedding = Embedding(in_size, widths, dropout, key=keys[0])
+        self.classifier = eqx.nn.Linear(widths[-1], num_classes, key=keys[1])
+        self.pooling = pooling
+
+    def penalty(self):
+        """Added to the loss (none: weight decay is the optimizer's)."""
+        return 0.0
+
+    def decay_mask(self):
+        """Which leaves weight decay applies to: all."""
+        return jax.tree.map(lambda _: True, self)
+
+    def __call__(self, x, mask, *, key=None, inference=True):
+        """``[C]`` class logits of one padded set."""
+        h = self.embedding(x, key=key, inference=inference)
+        if self.pooling == "max":
+            z = jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0)
+        else:
+            z = jnp.sum(jnp.where(mask[:, None], h, 0.0), axis=0) / jnp.sum(mask)
+        return self.classifier(z)
+
+
+class EmbeddedDPP(eqx.Module):
+    """DPP on a learned embedding: eq. (3) codes of the embedded vectors, pooled, eq. (16).
+
+    Attributes:
+        embedding: :class:`Embedding`.
+        mu: ``[K, H]`` prototypes in the embedding space.
+        log_beta: ``[]`` log inverse temperature (1 / squared embedding units).
+        theta: ``[K, C]`` softmax weights (no intercept, as in eq. 16).
+        pooling: :mod:`dpp.pooling` pytree (the generalised mean's ``rho`` is learned).
+        ridge: ``[]`` ``lambda / sum(w)``: DPP's ridge ``lambda tr(Theta^T Theta)`` on the
+            summed log-likelihood, as a share of the per-set loss (a leaf that no step
+            changes, so that a new ``lambda`` reuses the compiled program).
+    """
+
+    embedding: Embedding
+    mu: Float[Array, "K H"]
+    log_beta: Float[Array, ""]
+    theta: Float[Array, "K C"]
+    pooling: Pooling
+    ridge: Float[Array, ""]
+
+    def penalty(self):
+        """``ridge * tr(Theta^T Theta)``: DPP's ridge (no gradient reaches ``ridge``)."""
+        return jax.lax.stop_gradient(self.ridge) * jnp.sum(self.theta * self.theta)
+
+    def decay_mask(self):
+        """Weight decay on the embedding only.
+
+        ``Theta`` has DPP's ridge instead; ``mu``, ``beta`` and the pooling have none.
+        """
+        mask = jax.tree.map(lambda _: False, self)
+        return eqx.tree_at(
+            lambda m: m.embedding, mask, jax.tree.map(lambda _: True, self.embedding)
+        )
+
+    def codes(self, x, mask, *, key=None, inference=True):
+        """``[K]`` pooled codes ``z`` of one padded set."""
+        h = self.embedding(x, key=key, inference=inference)
+        d2 = squared_distances(h, self.mu)
+        beta = jnp.exp(jnp.minimum(self.log_beta, LOG_BETA_MAX))
+        log_f = jax.nn.log_softmax(-beta * (d2 - jnp.min(d2, axis=1, keepdims=True)), axis=1)
+        return padded_pool(self.pooling, jnp.exp(log_f), log_f, mask)
+
+    def __call__(self, x, mask, *, key=None, inference=True):
+        """``[C]`` class logits of one padded set."""
+        return self.codes(x, mask, key=key, inference=inference) @ self.theta
+
+
+# ---------------------------------------------------------------------- data layout
+class Bucket(NamedTuple):
+    """Sets of one size bucket, padded (real rows first) to ``M`` vectors.
+
+    Attributes:
+        x: ``[N, M, D]`` float32 vectors (0 in padding rows).
+        mask: ``[N, M]`` bool, the real rows (a padding set has one, a zero vector, so that
+            every set's pooling is finite).
+        labels: ``[N, C]`` soft labels (0 for padding sets).
+        weights: ``[N]`` set weights (0 for padding sets, which every step skips).
+    """
+
+    x: Float[Array, "N M D"]
+    mask: Bool[Array, "N M"]
+    labels: Float[Array, "N C"]
+    weights: Float[Array, " N"]
+
+
+#: Size buckets of a layout at most (each adds a traced copy of the training step: about
+#: 1.5 s of compilation on 2 CPU cores).
+MAX_BUCKETS = 3
+#: Several buckets are used only where they pad less than this share of one bucket's rows
+#: (sizes that are heavy-tailed); otherwise one bucket compiles faster than it costs.
+SPLIT_GAIN = 0.6
+
+
+def _pow2_rows(count: int, batch_size: int) -> int:
+    """The power of two at or above ``count`` sets, in whole batches (at least one)."""
+    return batch_size * (1 << max(int(-(-count // batch_size)) - 1, 0).bit_length())
+
+
+def layout(
+    sizes: np.ndarray, batch_size: int, held_out: int | None = None
+) -> tuple[tuple[int, int], ...]:
+    """``((M, rows), ...)``: padded set sizes and sets per bucket for sets of these sizes.
+
+    One bucket, or, where that saves at least ``1 - SPLIT_GAIN`` of the padded rows (sizes
+    that are heavy-tailed), at most :data:`MAX_BUCKETS`, their sizes the thirds of the sizes
+    (quantiles 1/3, 2/3 and the largest); sizes are rounded up to
+    :func:`dpp.sets.bucket_size` (steps of at most 1.25x, at least 8). A bucket's rows are the
+    power of two at or above its sets (a multiple of ``batch_size``), so a held-out part and
+    all the training sets, or the folds of a selection, usually share one layout, and so one
+    compiled program.
+
+    Args:
+        sizes: ``[N]`` set sizes (>= 1).
+        batch_size: sets per mini-batch.
+        held_out: the layout of any ``held_out`` of these sets instead (rows for at most that
+            many per bucket): the early-stopping part of every seed gets the same shapes.
+
+    Returns:
+        The layout, by increasing ``M``.
+    """
+    sizes = np.asarray(sizes)
+    largest = bucket_size(int(sizes.max()))
+    edges = np.quantile(sizes, [1 / 3, 2 / 3, 1.0], method="higher")[-MAX_BUCKETS:]
+    ms = sorted({bucket_size(int(e)) for e in edges} | {largest})
+    counts = np.bincount(np.searchsorted(ms, sizes), minlength=len(ms))
+    if np.dot(counts, ms) > SPLIT_GAIN * largest * sizes.size:
+        ms, counts = [largest], np.array([sizes.size])  # one bucket: one traced step
+    if held_out is not None:
+        counts = np.minimum(counts, held_out)
+    rows = [_pow2_rows(c, batch_size) for c in counts]
+    return tuple((m, r) for m, r in zip(ms, rows, strict=True))
+
+
+def bucketize(
+    sets: RaggedSets, batch_size: int, num_classes: int, shape=None
+) -> tuple[tuple[Bucket, ...], list[np.ndarray]]:
+    """The sets in padded size buckets, and each bucket's set indices (for predictions).
+
+    Args:
+        sets: the sets (either layout; labels and weights used when present).
+        batch_size: sets per mini-batch.
+        num_classes: ``C`` (for unlabelled sets, zero label rows).
+        shape: a :func:`layout` that fits these sets (a held-out part takes the layout of all
+            the training sets, so both fits share one program); default: the sets' own.
+
+    Returns:
+        ``(buckets, index)``: the buckets by increasing size, and the ``[N_b]`` indices of the
+        real sets of each (its first ``N_b`` rows); padding sets have weight 0.
+
+    Raises:
+        ValueError: sets that do not fit ``shape``.
+    """
+    sizes = sets.set_sizes()
+    shape = layout(sizes, batch_size) if shape is None else shape
+    ms = [m for m, _ in shape]
+    where = np.searchsorted(ms, sizes)
+    if sizes.max() > ms[-1]:
+        raise ValueError(f"a set of {sizes.max()} vectors does not fit the layout {shape}")
+    vectors = np.asarray(sets.member_vectors(), np.float32)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    labels = (
+        np.zeros((sets.num_sets, num_classes), np.float32)
+        if sets.labels is None
+        else np.asarray(sets.labels, np.float32)
+    )
+    weights = np.asarray(sets.weights, np.float32)
+    buckets, index = [], []
+    for b, (m, rows) in enumerate(shape):  # a loop over buckets (a handful), not over sets
+        members = np.flatnonzero(where == b)
+        if members.size > rows:
+            raise ValueError(f"{members.size} sets do not fit the {rows} rows of bucket {m}")
+        counts = sizes[members]
+        row = np.repeat(np.arange(members.size), counts)
+        col = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        source = np.repeat(starts[members], counts) + col
+        x = np.zeros((rows, m, vectors.shape[1]), np.float32)
+        x[row, col] = vectors[source]
+        mask = np.zeros((rows, m), bool)
+        mask[row, col] = True
+        mask[members.size :, 0] = True  # a padding set holds one zero vector: finite, weight 0
+        lab = np.zeros((rows, num_classes), np.float32)
+        lab[: members.size] = labels[members]
+        w = np.zeros(rows, np.float32)
+        w[: members.size] = weights[members]
+        buckets.append(Bucket(*(jnp.asarray(a) for a in (x, mask, lab, w))))
+        index.append(members)
+    return tuple(buckets), index
+
+
+# ---------------------------------------------------------------------- training
+@dataclasses.dataclass(frozen=True)
+class TrainSettings:
+    """Adam and early stopping of the neural models (hashable: static under ``jit``).
+
+    Attributes:
+        learning_rate: Adam's step size.
+        weight_decay: coupled L2 weight decay (added to the gradient, as PyTorch's
+            ``Adam(weight_decay=...)`` that the papers used).
+        batch_size: sets per mini-batch.
+        max_epochs: epochs at most.
+        patience: stop after this many epochs without a better validation log-likelihood.
+    """
+
+    learning_rate: float = 5e-4
+    weight_decay: float = 5e-3
+    batch_size: int = 1
+    max_epochs: int = 100
+    patience: int = 20
+
+    def optimizer(self, mask=None) -> optax.GradientTransformation:
+        """``add_decayed_weights`` then ``adam``: PyTorch's Adam with ``weight_decay``.
+
+        Args:
+            mask: pytree of bools (or a function of the parameters giving one): the leaves
+                weight decay applies to (default: all).
+        """
+        return optax.chain(
+            optax.add_decayed_weights(self.weight_decay, mask=mask),
+            optax.adam(self.learning_rate),
+        )
+
+
+class TrainResult(NamedTuple):
+    """What :func:`train` returns.
+
+    Attributes:
+        model: the model after ``epochs`` epochs, or the best epoch's with validation sets.
+        epochs: int, epochs run.
+        best_epoch: int, the epoch of the returned model (``epochs`` without validation).
+        history: ``[max_epochs + 1]`` validation log-likelihood per set after each epoch (row 0:
+            before training; NaN after the last, or everywhere without validation).
+    """
+
+    model: eqx.Module
+    epochs: jax.Array
+    best_epoch: jax.Array
+    history: jax.Array
+
+
+def _set_log_likelihoods(model, bucket: Bucket, key, inference: bool):
+    """``[N]`` ``sum_j P~_nj log p_nj`` of every set of a bucket (eq. 17), dropout keyed."""
+    keys = jax.random.split(key, bucket.x.shape[0])
+    logits = jax.vmap(lambda x, m, k: model(x, m, key=k, inference=inference))(
+        bucket.x, bucket.mask, keys
+    )
+    return jnp.sum(bucket.labels * jax.nn.log_softmax(logits, axis=1), axis=1)
+
+
+def mean_log_likelihood(model, buckets: tuple[Bucket, ...]) -> jax.Array:
+    """Weighted mean log-likelihood per set (nats) over buckets, inference mode (no dropout)."""
+    key = jax.random.key(0)  # unused in inference
+    total = sum(jnp.sum(b.weights * _set_log_likelihoods(model, b, key, True)) for b in buckets)
+    return total / sum(jnp.sum(b.weights) for b in buckets)
+
+
+def _epoch(params, static, opt_state, key, buckets, settings: TrainSettings, optimizer):
+    """One epoch: every bucket's mini-batches in a ``lax.scan``, sets shuffled within buckets."""
+
+    def loss(params, batch: Bucket, key):
+        model = eqx.combine(params, static)
+        ll = _set_log_likelihoods(model, batch, key, inference=False)
+        return -jnp.sum(batch.weights * ll) / jnp.sum(batch.weights) + model.penalty()
+
+    def step(carry, rows, bucket: Bucket):
+        params, opt_state, key = carry
+        key, step_key = jax.random.split(key)
+        batch = jax.tree.map(lambda a: a[rows], bucket)
+
+        def update(args):
+            params, opt_state = args
+            grads = jax.grad(loss)(params, batch, step_key)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
+            return optax.apply_updates(params, updates), opt_state
+
+        # a batch of padding sets only (weight 0) leaves everything as it is
+        params, opt_state = jax.lax.cond(
+            jnp.sum(batch.weights) > 0, update, lambda args: args, (params, opt_state)
+        )
+        return (params, opt_state, key), None
+
+    for bucket in buckets:  # a handful of shapes, traced once each
+        key, order_key = jax.random.split(key)
+        order = jax.random.permutation(order_key, bucket.x.shape[0])
+        batches = order.reshape(-1, settings.batch_size)
+        (params, opt_state, key), _ = jax.lax.scan(
+            lambda c, r, b=bucket: step(c, r, b), (params, opt_state, key), batches
+        )
+    return params, opt_state, key
+
+
+@eqx.filter_jit
+def train(
+    model: eqx.Module,
+    buckets: tuple[Bucket, ...],
+    validation: tuple[Bucket, ...],
+    key: jax.Array,
+    settings: TrainSettings,
+    epoch_cap: jax.Array,
+    monitor: jax.Array,
+) -> TrainResult:
+    """Trains ``model`` by Adam, with early stopping on the ``validation`` sets if ``monitor``.
+
+    The weighted mean log-likelihood per set of the validation sets is recorded before training
+    and after every epoch. With ``monitor``, training stops once ``settings.patience`` epochs
+    in a row have not raised it (or at ``epoch_cap``), and the best epoch's model is returned;
+    without, exactly ``epoch_cap`` epochs run (a refit for the number of epochs early stopping
+    chose) and the last model is returned. ``monitor`` and ``epoch_cap`` are traced, so the
+    monitored fit and the refit on buckets of the same layout are one compiled program.
+
+    Args:
+        model: the initial model.
+        buckets: the training sets (:func:`bucketize`).
+        validation: held-out sets (in a refit, the monitored fit's, only recorded).
+        key: PRNG key (shuffling and dropout).
+        settings: Adam and early stopping (static).
+        epoch_cap: traced int, epochs at most (``<= settings.max_epochs``).
+        monitor: traced bool, stop early and keep the best epoch.
+
+    Returns:
+        :class:`TrainResult`.
+    """
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    trained = jax.tree.map(eqx.is_inexact_array, model)  # the leaves params holds
+    optimizer = settings.optimizer(eqx.filter(model.decay_mask(), trained))
+    opt_state = optimizer.init(params)
+    rows = settings.max_epochs + 1
+    cap = jnp.minimum(jnp.asarray(epoch_cap, jnp.int32), settings.max_epochs)
+    monitor = jnp.asarray(monitor, bool)
+
+    def score(params):
+        return mean_log_likelihood(eqx.combine(params, static), validation).astype(jnp.float32)
+
+    first = score(params)
+    history = jnp.full(rows, jnp.nan, jnp.float32).at[0].set(first)
+
+    def keep_going(carry):
+        _, _, _, epoch, _, _, best_epoch, _ = carry
+        return (epoch < cap) & (~monitor | (epoch - best_epoch < settings.patience))
+
+    def one_epoch(carry):
+        params, opt_state, key, epoch, best, best_value, best_epoch, history = carry
+        params, opt_state, key = _epoch(
+            params, static, opt_state, key, buckets, settings, optimizer
+        )
+        epoch = epoch + 1
+        value = score(params)
+        history = history.at[epoch].set(value)
+        take = ~monitor | (value > best_value)  # a refit keeps its last epoch
+        best = jax.tree.map(lambda new, old: jnp.where(take, new, old), params, best)
+        best_value = jnp.where(take, value, best_value)
+        best_epoch = jnp.where(take, epoch, best_epoch)
+        return params, opt_state, key, epoch, best, best_value, best_epoch, history
+
+    start = (params, opt_state, key, jnp.int32(0), params, first, jnp.int32(0), history)
+    end = jax.lax.while_loop(keep_going, one_epoch, start)
+    return TrainResult(eqx.combine(end[4], static), end[3], end[6], end[7])
+
+
+@eqx.filter_jit
+def log_proba(model: eqx.Module, bucket: Bucket) -> jax.Array:
+    """``[N, C]`` log class probabilities of a bucket's sets (inference mode)."""
+    logits = jax.vmap(lambda x, m: model(x, m, inference=True))(bucket.x, bucket.mask)
+    return jax.nn.log_softmax(logits, axis=1)
+
+
+def embedded_codes(model: EmbeddedDPP, bucket: Bucket) -> jax.Array:
+    """``[N, K]`` pooled codes ``z`` of a bucket's sets (inference mode)."""
+    return _codes(model, bucket)
+
+
+@eqx.filter_jit
+def _codes(model, bucket):
+    return jax.vmap(lambda x, m: model.codes(x, m, inference=True))(bucket.x, bucket.mask)
+
+
+def embed(embedding: Embedding, vectors: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """``[T, H]`` embedded vectors (inference mode), a chunk at a time, on the host."""
+    out = [
+        np.asarray(_embed(embedding, jnp.asarray(vectors[i : i + chunk])))
+        for i in range(0, len(vectors), chunk)
+    ]
+    return np.concatenate(out) if out else np.zeros((0, embedding.layers[-1].out_features))
+
+
+@eqx.filter_jit
+def _embed(embedding, x):
+    return embedding(x, inference=True)
+
+
+def initial_embedded_dpp(
+    embedding: Embedding,
+    centres: np.ndarray,
+    log_beta: float,
+    num_classes: int,
+    pooling=MEAN,
+    ridge: float = 0.0,
+) -> EmbeddedDPP:
+    """An :class:`EmbeddedDPP` at its start: ``Theta = 0``.
+
+    Args:
+        embedding: the (untrained) embedding.
+        centres: ``[K, H]`` k-means centres of the embedded training vectors.
+        log_beta: the beta heuristic on the embedded vectors (:func:`dpp.init.init_log_beta`).
+        num_classes: ``C``.
+        pooling: :mod:`dpp.pooling` pytree.
+        ridge: ``lambda / sum(w)`` (see :class:`EmbeddedDPP`).
+    """
+    dtype = jnp.float32
+    return EmbeddedDPP(
+        embedding,
+        jnp.asarray(centres, dtype),
+        jnp.asarray(log_beta, dtype),
+        jnp.zeros((centres.shape[0], num_classes), dtype),
+        jax.tree.map(lambda leaf: jnp.asarray(leaf, dtype), pooling),
+        jnp.asarray(ridge, dtype),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddedFit:
+    """A fitted :class:`EmbeddedDPP` with the interface of :class:`dpp.model.FittedModel`.
+
+    What ``DPPClassifier(embedding=...)`` keeps as ``model_``: ``encode`` gives the pooled codes
+    ``z``, ``log_predictive`` eq. (16), and ``mu``, ``beta``, ``theta`` are the parameters (the
+    prototypes live in the embedding space, so :meth:`input_prototypes` returns them there).
+
+    Attributes:
+        network: the trained :class:`EmbeddedDPP`.
+        history: the held-out log-likelihood per epoch of the monitored fit.
+        info: the fit's report.
+    """
+
+    network: EmbeddedDPP
+    history: np.ndarray
+    info: dict
+    method: str = "dpp"
+
+    @property
+    def mu(self) -> jax.Array:
+        """``[K, H]`` prototypes in the embedding space."""
+        return self.network.mu
+
+    @property
+    def log_beta(self) -> jax.Array:
+        """``[]`` log inverse temperature (1 / squared embedding units)."""
+        return self.network.log_beta
+
+    @property
+    def theta(self) -> jax.Array:
+        """``[K, C]`` softmax weights."""
+        return self.network.theta
+
+    @property
+    def pooling(self) -> Pooling:
+        """The pooling (:mod:`dpp.pooling`)."""
+        return self.network.pooling
+
+    @property
+    def prototypes(self) -> np.ndarray:
+        """``[K, H]`` float64 prototypes in the embedding space."""
+        return np.asarray(self.network.mu, np.float64)
+
+    @property
+    def beta(self) -> np.ndarray:
+        """Inverse temperature (1 / squared embedding units)."""
+        return np.exp(np.asarray(self.network.log_beta, np.float64))
+
+    def input_prototypes(self, preprocess) -> np.ndarray:
+        """The prototypes: in the embedding space, which no map takes back to the inputs."""
+        del preprocess
+        return self.prototypes
+
+    def _per_bucket(self, sets: RaggedSets, fn, width: int) -> np.ndarray:
+        buckets, index = bucketize(sets, 1, self.network.theta.shape[1])
+        out = np.zeros((sets.num_sets, width))
+        for bucket, rows in zip(buckets, index, strict=True):
+            out[rows] = np.asarray(fn(self.network, bucket))[: rows.size]
+        return out
+
+    def encode(self, sets: RaggedSets) -> np.ndarray:
+        """``[N, K]`` pooled codes ``z`` of preprocessed sets."""
+        return self._per_bucket(sets, embedded_codes, self.network.mu.shape[0])
+
+    def log_predictive(self, sets: RaggedSets) -> np.ndarray:
+        """``[N, C]`` log class probabilities of preprocessed sets (eq. 16)."""
+        return self._per_bucket(sets, log_proba, self.network.theta.shape[1])

@@ -1,0 +1,446 @@
+"""Neural set classifiers as dpp estimators: attention MIL pooling and Deep Sets / MI-Net.
+
+What a practitioner tries beside DPP (issue 33), with the interface of every dpp estimator:
+``fit(sets, y, sample_weight=None)``, ``predict_proba``, class labels of any type and soft
+labels (the loss is eq. 17's soft-label log-likelihood), multi-class softmax, ``random_state``,
+``save``/:func:`dpp.load`, a :class:`~dpp.errors.FitWarning` for a fit that does not end clean,
+``NotFittedError`` before ``fit``, and the input checks of :mod:`dpp.estimators.base` (empty
+sets, NaN, mixed dimensions).
+
+A fit: the features are standardised (fitted on the training vectors), 20 % of the training
+sets are held out (stratified) for early stopping, the network is trained by Adam until
+``patience`` epochs have not raised the held-out log-likelihood (at most ``max_epochs``), and
+then refitted from the same start on all training sets for the best number of epochs (status
+``early_stopped``). The numerics are :mod:`dpp.baselines.neural`.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from dpp import model_file
+from dpp import params as check
+from dpp.baselines import neural
+from dpp.errors import warn_caller
+from dpp.estimators.base import _store, labelled_sets, prediction_sets, write_model_file
+from dpp.model import CLEAN_STATUSES, MIN_VALIDATION_SETS
+from dpp.sets import RaggedSets
+from dpp.splits import holdout_split
+from dpp.units import Affine
+
+_TRAIN = neural.TrainSettings()
+
+
+def network_leaves(network: eqx.Module) -> dict[str, np.ndarray]:
+    """A network's arrays as a model file's ``net_000``, ``net_001``, ... (float64)."""
+    leaves = jax.tree.leaves(eqx.filter(network, eqx.is_array))
+    return {f"net_{i:03d}": np.asarray(leaf, np.float64) for i, leaf in enumerate(leaves)}
+
+
+def restore_network(path: Path, skeleton: eqx.Module, arrays: dict) -> eqx.Module:
+    """``skeleton`` with its arrays replaced by a model file's ``net_*`` arrays, checked.
+
+    Raises:
+        ModelFileError: a missing or extra array, or one of another shape than the network
+            its parameters describe.
+    """
+    params, static = eqx.partition(skeleton, eqx.is_array)
+    leaves, treedef = jax.tree.flatten(params)
+    names = sorted(n for n in arrays if n.startswith("net_"))
+    if names != [f"net_{i:03d}" for i in range(len(leaves))]:
+        raise model_file.bad(
+            path, "arrays", f"net_* must be {len(leaves)} arrays net_000 ..., got {names}"
+        )
+    loaded = []
+    for name, leaf in zip(names, leaves, strict=True):
+        if arrays[name].shape != leaf.shape:
+            raise model_file.bad(
+                path, f"array {name}",
+                f"has shape {arrays[name].shape}; the network the parameters describe needs "
+                f"{tuple(leaf.shape)}",
+            )  # fmt: skip
+        loaded.append(jnp.asarray(arrays[name], leaf.dtype))
+    return eqx.combine(jax.tree.unflatten(treedef, loaded), static)
+
+
+def train_with_early_stopping(
+    make: callable, sets: RaggedSets, settings: neural.TrainSettings, fraction: float, seed: int
+) -> tuple[eqx.Module, dict, np.ndarray]:
+    """Trains a network with early stopping on held-out sets, then refits it on all the sets.
+
+    Args:
+        make: ``(sets, key) -> network``, the initial network for training sets (the same key
+            gives the same start: the refit starts where the monitored fit did, or from its
+            own k-means where the start depends on the sets).
+        sets: preprocessed, labelled training sets.
+        settings: Adam and early stopping.
+        fraction: share of the sets held out (stratified); early stopping is skipped, and the
+            network trained for ``max_epochs``, when fewer than 10 sets would be held out.
+        seed: seed of the split, the start, the order of the sets and dropout.
+
+    Returns:
+        ``(network, info, history)``: the refitted network, the fit's report (``status``,
+        ``status_reason``, ``epochs``, ``early_stopping`` ...), and the held-out
+        log-likelihood per epoch.
+    """
+    t0 = time.perf_counter()
+    init_key, train_key = jax.random.split(jax.random.key(seed))
+    classes = sets.num_classes
+    held_out = int(np.ceil(fraction * sets.num_sets))
+    skipped = None
+    if fraction > 0 and held_out < MIN_VALIDATION_SETS:
+        skipped = (
+            f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
+            f"trained for max_epochs = {settings.max_epochs}"
+        )
+    monitored = fraction > 0 and skipped is None
+    if monitored:
+        fit_idx, val_idx = holdout_split(np.asarray(sets.labels), fraction, seed)
+        held = sets.subset(val_idx)
+    else:  # the refit records the log-likelihood of a few of its own sets (not used)
+        fit_idx, held = np.arange(sets.num_sets), sets.subset(np.arange(min(8, sets.num_sets)))
+    sizes = sets.set_sizes()
+    shape = neural.layout(sizes, settings.batch_size)  # shared by both fits
+    held_shape = neural.layout(sizes, settings.batch_size, held.num_sets)  # by every seed's
+    validation, _ = neural.bucketize(held, settings.batch_size, classes, held_shape)
+    early, history, epochs = None, np.zeros(0), settings.max_epochs
+    if monitored:
+        part = sets.subset(fit_idx)
+        buckets, _ = neural.bucketize(part, settings.batch_size, classes, shape)
+        result = neural.train(
+            make(part, init_key),
+            buckets,
+            validation,
+            train_key,
+            settings,
+            jnp.int32(settings.max_epochs),
+            jnp.asarray(True),
+        )  # fmt: skip (traced cap and flag: one program for both fits)
+        ran = int(result.epochs)
+        epochs = int(result.best_epoch)
+        history = np.asarray(result.history, np.float64)[: ran + 1]
+        early = {
+            "validation_fraction": fraction,
+            "validation_sets": int(held.num_sets),
+            "best_epoch": epochs,
+            "epochs_monitored": ran,
+            "validation_history": history.tolist(),
+        }
+    buckets, _ = neural.bucketize(sets, settings.batch_size, classes, shape)
+    refit = neural.train(
+        make(sets, init_key), buckets, validation, train_key, settings, jnp.int32(epochs),
+        jnp.asarray(False),
+    )  # fmt: skip
+    status, reason = _status(early, skipped, settings)
+    info = {
+        "status": status,
+        "status_reason": reason,
+        "epochs": epochs,
+        "seconds": time.perf_counter() - t0,
+        "early_stopping": early if early is not None else {"skipped": skipped or "off"},
+    }
+    return refit.model, info, history
+
+
+def _status(early: dict | None, skipped: str | None, settings) -> tuple[str, str]:
+    """The truthful status of a neural fit (the vocabulary of :data:`dpp.model.STATUSES`)."""
+    if early is None:
+        why = skipped or "early stopping off (validation_fraction = 0)"
+        return "max_rounds", f"{why}: trained for max_epochs = {settings.max_epochs} epochs"
+    best, monitored = early["best_epoch"], early["epochs_monitored"]
+    if best == settings.max_epochs:
+        return "max_rounds", (
+            f"the validation log-likelihood was still rising at max_epochs = "
+            f"{settings.max_epochs}; refitted for that many epochs"
+        )
+    return "early_stopped", (
+        f"refitted on all training sets for {best} epochs, the best of {monitored} on the "
+        "validation sets"
+    )
+
+
+class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
+    """Shared machinery of the neural set classifiers (not used directly).
+
+    Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
+    attributes: ``network_`` (the Equinox module), ``classes_``, ``n_features_in_``,
+    ``preprocess_``, ``history_`` (the held-out log-likelihood per epoch), ``n_iter_`` (epochs
+    of the refit), ``fit_info_`` (``status``, ``status_reason``, ``epochs``, ``seconds``,
+    ``early_stopping``).
+    """
+
+    method: ClassVar[str] = ""
+    uses_centres: ClassVar[bool] = False
+    #: The rules of the shared parameters; subclasses extend them.
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        "embedding": check.Widths(),
+        "dropout": check.Real(low=0, high=1, high_open=True),
+        "learning_rate": check.Real(low=0, low_open=True),
+        "weight_decay": check.Real(low=0),
+        "batch_size": check.Int(1),
+        "max_epochs": check.Int(1),
+        "patience": check.Int(1),
+        "validation_fraction": check.Real(low=0, high=1, high_open=True),
+        "standardize": check.Bool(),
+        "random_state": check.Optional(check.Int(0)),
+    }
+
+    def check_params(self) -> None:
+        """Checks every parameter by the class's table.
+
+        Raises:
+            ValueError: naming the parameter, the rule and the value.
+        """
+        check.check_table(self, self._parameter_constraints)
+
+    def _train_settings(self) -> neural.TrainSettings:
+        return neural.TrainSettings(
+            learning_rate=float(self.learning_rate),
+            weight_decay=float(self.weight_decay),
+            batch_size=int(self.batch_size),
+            max_epochs=int(self.max_epochs),
+            patience=int(self.patience),
+        )
+
+    def _widths(self) -> tuple[int, ...]:
+        return check.Widths()("embedding", self.embedding)
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the network on training sets (early stopping on 20 %, then a refit on all).
+
+        Args:
+            X: ``N`` training sets (list of ``[M_n, D]`` arrays, ``RaggedSets`` or a
+                ``(vectors, set_ids)`` pair).
+            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled
+                ``RaggedSets``.
+            sample_weight: optional ``[N]`` non-negative per-set weights of the loss.
+
+        Returns:
+            ``self``.
+
+        Raises:
+            ValueError: bad parameters or inputs (naming which): empty sets, NaN, mixed
+                dimensions, labels off the simplex, fewer than 2 classes.
+        """
+        self.check_params()
+        sets, self.classes_ = labelled_sets(X, y, sample_weight)
+        self.n_features_in_ = sets.dim
+        self.preprocess_ = self._fit_preprocess(sets)
+        sets = self._preprocessed(sets)
+        seed = 0 if self.random_state is None else int(self.random_state)
+        network, info, history = train_with_early_stopping(
+            self._make, sets, self._train_settings(), float(self.validation_fraction), seed
+        )
+        for leaf in jax.tree.leaves(eqx.filter(network, eqx.is_array)):
+            if not np.all(np.isfinite(np.asarray(leaf))):
+                raise ValueError(f"{type(self).__name__} fit produced non-finite parameters")
+        self.network_, self.fit_info_ = network, info
+        self.history_, self.n_iter_ = history, int(info["epochs"])
+        if info["status"] not in CLEAN_STATUSES:
+            warn_caller(f"{self._describe()}: fit {info['status']}: {info['status_reason']}")
+        return self
+
+    def _describe(self) -> str:
+        changed = {k: v for k, v in self.get_params(deep=False).items() if k != "preprocess"}
+        defaults = type(self)().get_params(deep=False)
+        parts = [f"{k}={v!r}" for k, v in changed.items() if v != defaults.get(k)]
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
+        if self.preprocess is not None:
+            return Affine.prefit(self.preprocess, sets.dim)
+        return Affine.fit(np.asarray(sets.vectors), self.standardize, None)
+
+    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
+        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
+
+    def _make(self, sets: RaggedSets, key) -> eqx.Module:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ predict
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``[N, C]`` float64 log class probabilities, columns in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets whose dimension differs from the training sets'.
+        """
+        check_is_fitted(self, "network_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        buckets, index = neural.bucketize(sets, 1, len(self.classes_))
+        out = np.zeros((sets.num_sets, len(self.classes_)))
+        for bucket, rows in zip(buckets, index, strict=True):
+            out[rows] = np.asarray(neural.log_proba(self.network_, bucket))[: rows.size]
+        return out
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """``[N]`` most probable class of each set (a value of ``classes_``)."""
+        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
+        check_is_fitted(self, "network_")
+        y = np.asarray(y)
+        if y.ndim == 2:
+            y = self.classes_[np.argmax(y, axis=1)]
+        return float(np.average(self.predict(X) == y, weights=sample_weight))
+
+    # ------------------------------------------------------------------ model file
+    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """No fixed arrays: the network's are ``net_000``, ... (checked by ``_restore``)."""
+        return frozenset(), frozenset(), "net_"
+
+    def save(self, path) -> Path:
+        """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
+
+        The network's arrays (``net_000`` ...), the preprocessing and every constructor
+        parameter; :func:`dpp.load` rebuilds the network from the parameters and checks every
+        array's shape against it.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: for an unfitted estimator.
+        """
+        check_is_fitted(self, "network_")
+        return write_model_file(self, path, self.method, network_leaves(self.network_),
+                                self.fit_info_)  # fmt: skip
+
+    def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
+        skeleton = self._skeleton(dim, len(header["classes"]))
+        self.network_ = restore_network(path, skeleton, arrays)
+        self.fit_info_ = header["info"]
+        self.history_ = np.zeros(0)
+        self.n_iter_ = int(self.fit_info_.get("epochs", 0))
+
+    def _skeleton(self, dim: int, num_classes: int) -> eqx.Module:
+        """A network of the parameters' shapes (its values are replaced when loaded)."""
+        raise NotImplementedError
+
+
+class AttentionMILClassifier(NeuralSetClassifier):
+    r"""Attention-based deep multiple-instance pooling (Ilse, Tomczak & Welling, ICML 2018).
+
+    An embedding network ``h_k`` of every vector, attention weights
+    :math:`a_k = \mathrm{softmax}_k(w^T \tanh(V h_k))` (``gated``: times
+    :math:`\mathrm{sigm}(U h_k)`), the set's representation :math:`z = \sum_k a_k h_k`, and a
+    linear softmax classifier (multi-class; the paper's binary sigmoid for ``C = 2``).
+
+    Args:
+        gated: the gated attention of the paper's section 2.4.
+        attention_size: width of ``V`` (and ``U``): 64 in the paper's MIL experiments.
+        embedding: widths of the embedding's ReLU layers: 256-128-64, the MIL benchmarks'
+            network of Wang et al. (2018) that Ilse et al. used.
+        dropout: dropout after the last embedding layer (0.5, both papers).
+        learning_rate: Adam's step size (5e-4, Ilse et al. on the MIL benchmarks).
+        weight_decay: coupled L2 weight decay (5e-3, idem; PyTorch's ``Adam(weight_decay)``).
+        batch_size: sets per mini-batch (1: one bag a step, as in both papers).
+        max_epochs: epochs at most (100).
+        patience: early stopping: epochs without a better held-out log-likelihood (20).
+        validation_fraction: held-out share of the training sets for early stopping (0.2,
+            stratified); skipped below 10 sets, 0 turns it off.
+        standardize: standardise the features on the training vectors first.
+        preprocess: a prefit :class:`~dpp.units.Affine` used instead of ``standardize``.
+        random_state: seed of the split, the start, the order of the sets and dropout.
+    """
+
+    method = "attention_mil"
+
+    def __init__(
+        self,
+        gated: bool = False,
+        attention_size: int = 64,
+        embedding=(256, 128, 64),
+        dropout: float = 0.5,
+        learning_rate: float = _TRAIN.learning_rate,
+        weight_decay: float = _TRAIN.weight_decay,
+        batch_size: int = _TRAIN.batch_size,
+        max_epochs: int = _TRAIN.max_epochs,
+        patience: int = _TRAIN.patience,
+        validation_fraction: float = 0.2,
+        standardize: bool = True,
+        preprocess: Affine | None = None,
+        random_state: int | None = 0,
+    ):
+        _store(self, locals())
+
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **NeuralSetClassifier._parameter_constraints,
+        "gated": check.Bool(),
+        "attention_size": check.Int(1),
+    }
+
+    def _make(self, sets: RaggedSets, key) -> eqx.Module:
+        return self._skeleton(sets.dim, sets.num_classes, key)
+
+    def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
+        key = jax.random.key(0) if key is None else key
+        return neural.AttentionMIL(
+            dim, num_classes, self._widths(), float(self.dropout), int(self.attention_size),
+            bool(self.gated), key=key,
+        )  # fmt: skip
+
+
+class DeepSetsClassifier(NeuralSetClassifier):
+    """An embedding network pooled by max or mean, then classified: MI-Net or Deep Sets.
+
+    With ``pooling="max"`` this is MI-Net (Wang, Yan, Tang, Bai & Liu, *Revisiting multiple
+    instance neural networks*, Pattern Recognition 2018): the embedding of every vector, the
+    largest value of each feature over the set, a linear softmax classifier. With ``"mean"`` it
+    is Deep Sets' permutation-invariant sum decomposition (Zaheer et al., NeurIPS 2017) with a
+    linear readout.
+
+    Args:
+        pooling: ``max`` (MI-Net, the default) or ``mean`` (Deep Sets).
+        embedding, dropout, learning_rate, weight_decay, batch_size, max_epochs, patience,
+            validation_fraction, standardize, preprocess, random_state: as
+            :class:`AttentionMILClassifier` (256-128-64 and dropout 0.5 are MI-Net's).
+    """
+
+    method = "deep_sets"
+
+    def __init__(
+        self,
+        pooling: str = "max",
+        embedding=(256, 128, 64),
+        dropout: float = 0.5,
+        learning_rate: float = _TRAIN.learning_rate,
+        weight_decay: float = _TRAIN.weight_decay,
+        batch_size: int = _TRAIN.batch_size,
+        max_epochs: int = _TRAIN.max_epochs,
+        patience: int = _TRAIN.patience,
+        validation_fraction: float = 0.2,
+        standardize: bool = True,
+        preprocess: Affine | None = None,
+        random_state: int | None = 0,
+    ):
+        _store(self, locals())
+
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **NeuralSetClassifier._parameter_constraints,
+        "pooling": check.Choice(("max", "mean")),
+    }
+
+    def _make(self, sets: RaggedSets, key) -> eqx.Module:
+        return self._skeleton(sets.dim, sets.num_classes, key)
+
+    def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
+        key = jax.random.key(0) if key is None else key
+        return neural.DeepSets(
+            dim, num_classes, self._widths(), float(self.dropout), str(self.pooling), key=key
+        )
+
+
+#: The neural baselines by method name.
+NEURAL_ESTIMATORS = {cls.method: cls for cls in (AttentionMILClassifier, DeepSetsClassifier)}
