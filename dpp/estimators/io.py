@@ -67,6 +67,8 @@ def _check_header(path: Path, header: dict):
     unknown = sorted(set(params) - accepted)
     if unknown:
         raise bad(path, f"params.{unknown[0]}", f"is not a parameter of {cls.__name__}")
+    # JSON has no tuples: a list was a tuple parameter (Cs, embedding widths) when saved
+    params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
     try:
         estimator = cls(**params)
         estimator.check_params()

@@ -288,7 +288,8 @@ class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
 
     def predict(self, X) -> np.ndarray:
         """``[N]`` most probable class of each set (a value of ``classes_``)."""
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+        log_proba = self.predict_log_proba(X)  # NotFittedError first
+        return self.classes_[np.argmax(log_proba, axis=1)]
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""

@@ -1,0 +1,161 @@
+"""Issue 33: neural set baselines (attention MIL, Deep Sets / MI-Net) and DPP on an embedding.
+
+Small networks and few epochs keep these fast; the suite (``experiment=suite``) runs the
+defaults.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+import dpp
+from dpp.baselines import neural
+from dpp.errors import FitWarning, ModelFileError
+from dpp.sets import RaggedSets
+
+SMALL = {"embedding": (16, 8), "max_epochs": 30, "patience": 5, "batch_size": 4}
+
+
+def _witness(rng, n=80, dim=4):
+    """Sets of 2-12 vectors; a positive set holds one vector far along the first axis."""
+    X, y = [], []
+    for i in range(n):
+        x = rng.normal(size=(int(rng.integers(2, 13)), dim))
+        if i % 2:
+            x[rng.integers(len(x)), 0] += 6.0
+        X.append(x * 2.0 + 5.0)  # off-centre and wide: standardised inside
+        y.append(i % 2)
+    return X, np.array(y)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(33)
+    X, y = _witness(rng)
+    X_test, y_test = _witness(rng, 40)
+    return X, np.where(y, "pos", "neg"), X_test, np.where(y_test, "pos", "neg")
+
+
+@pytest.fixture(scope="module")
+def fitted(problem):
+    X, y, _, _ = problem
+    return {
+        "attention": dpp.AttentionMILClassifier(**SMALL).fit(X, y),
+        "gated": dpp.AttentionMILClassifier(gated=True, **SMALL).fit(X, y),
+        "deep_sets": dpp.DeepSetsClassifier(**SMALL).fit(X, y),
+    }
+
+
+@pytest.mark.parametrize("name", ["attention", "gated", "deep_sets"])
+def test_the_networks_classify_any_labels_and_ignore_vector_order(problem, fitted, name):
+    _, _, X_test, y_test = problem
+    est = fitted[name]
+    assert list(est.classes_) == ["neg", "pos"] and est.n_features_in_ == 4
+    assert est.score(X_test, y_test) >= 0.8
+    proba = est.predict_proba(X_test)
+    np.testing.assert_allclose(proba.sum(1), 1.0, rtol=1e-6)
+    rng = np.random.default_rng(0)
+    shuffled = [x[rng.permutation(len(x))] for x in X_test]
+    np.testing.assert_allclose(est.predict_proba(shuffled), proba, rtol=1e-4, atol=1e-6)
+    info = est.fit_info_
+    assert info["status"] in ("early_stopped", "max_rounds")
+    early = info["early_stopping"]
+    assert early["validation_sets"] == 16 and early["best_epoch"] == info["epochs"]
+    history = np.asarray(early["validation_history"])
+    assert history.size == early["epochs_monitored"] + 1
+    assert np.argmax(history) == early["best_epoch"]  # the best epoch, by the held-out sets
+
+
+def test_padding_rows_and_other_buckets_change_no_prediction(fitted):
+    """A set's logits depend on its own real rows only: padding to another size is inert."""
+    net = fitted["attention"].network_
+    rng = np.random.default_rng(1)
+    x = jnp.asarray(rng.normal(size=(5, 4)), jnp.float32)
+    alone = net(x, jnp.ones(5, bool))
+    padded = jnp.concatenate([x, jnp.asarray(rng.normal(size=(11, 4)), jnp.float32)])
+    np.testing.assert_allclose(net(padded, jnp.arange(16) < 5), alone, rtol=1e-5)
+    sets = RaggedSets.from_list([rng.normal(size=(m, 4)) for m in (1, 3, 40, 2, 17, 9)], None)
+    shape = neural.layout(sets.set_sizes(), 1)
+    buckets, index = neural.bucketize(sets, 1, 2, shape)
+    assert sorted(np.concatenate(index).tolist()) == list(range(6))  # every set, once
+    for bucket, rows in zip(buckets, index, strict=True):
+        assert bucket.x.shape[0] >= rows.size and np.all(bucket.weights[rows.size :] == 0)
+
+
+def test_soft_labels_weights_and_bad_inputs(problem):
+    X, y, _, _ = problem
+    soft = np.random.default_rng(2).dirichlet(np.ones(3), size=len(X))
+    est = dpp.DeepSetsClassifier(pooling="mean", **SMALL).fit(X, soft, np.ones(len(X)))
+    assert est.predict_proba(X[:3]).shape == (3, 3) and list(est.classes_) == [0, 1, 2]
+    with pytest.raises(NotFittedError):
+        dpp.AttentionMILClassifier().predict(X)
+    for bad, message in (
+        ([np.zeros((0, 4)), *X[1:]], "empty"),
+        ([np.full((3, 4), np.nan), *X[1:]], "NaN"),
+        ([np.zeros((3, 5)), *X[1:]], "mismatched dimensions"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            dpp.AttentionMILClassifier(**SMALL).fit(bad, y)
+    for params, message in (
+        ({"embedding": (16, 0)}, "embedding must be a non-empty list of positive integer"),
+        ({"pooling": "sum"}, "pooling must be one of max, mean"),
+        ({"dropout": 1.0}, "dropout must be a finite number >= 0 and < 1"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            dpp.DeepSetsClassifier(**{**SMALL, **params}).fit(X, y)
+
+
+def test_a_fit_that_ran_out_of_epochs_is_a_fit_warning(problem):
+    X, y, _, _ = problem
+    with pytest.warns(
+        FitWarning,
+        match=r"AttentionMILClassifier\(.*max_epochs=2.*\): fit "
+        r"max_rounds: the validation log-likelihood was still rising",
+    ) as caught:
+        est = dpp.AttentionMILClassifier(**{**SMALL, "max_epochs": 2, "learning_rate": 1e-2})
+        est.fit(X, y)
+    assert caught[0].filename == __file__ and est.fit_info_["status"] == "max_rounds"
+
+
+def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, tmp_path):
+    _, _, X_test, _ = problem
+    for name, est in fitted.items():
+        loaded = dpp.load(est.save(tmp_path / f"{name}.npz"))
+        assert type(loaded) is type(est) and loaded.get_params() == est.get_params()
+        np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
+    with np.load(tmp_path / "attention.npz") as data:
+        members = {k: data[k] for k in data.files}
+    members["net_000"] = np.zeros((3, 3))
+    np.savez(tmp_path / "bad.npz", **members)
+    with pytest.raises(ModelFileError, match=r"array net_000 has shape \(3, 3\); the network"):
+        dpp.load(tmp_path / "bad.npz")
+
+
+def test_dpp_on_a_learned_embedding(problem, tmp_path):
+    X, y, X_test, y_test = problem
+    est = dpp.DPPClassifier(
+        n_prototypes=6, embedding=(16, 8), optimizer="adam", pooling="max", random_state=0,
+        optimizer_options={"batch_size": 4},
+    ).fit(X, y)  # fmt: skip
+    assert est.score(X_test, y_test) >= 0.8
+    assert est.transform(X_test).shape == (40, 6) and est.prototypes_.shape == (6, 8)
+    assert est.fit_info_["embedding"] == [16, 8] and est.fit_info_["status"] == "early_stopped"
+    loaded = dpp.load(est.save(tmp_path / "embedded.npz"))
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
+    np.testing.assert_array_equal(loaded.transform(X_test), est.transform(X_test))
+    with pytest.raises(ValueError, match="optimizer='lbfgs_optax' cannot train it; the choices"):
+        dpp.DPPClassifier(embedding=(16,)).fit(X, y)
+    with pytest.raises(ValueError, match="one shared beta"):
+        dpp.DPPClassifier(embedding=(16,), optimizer="adam", per_prototype_beta=True).fit(X, y)
+
+
+def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):
+    """Layouts, the cap and the monitoring flag are shapes or traced: one program for both."""
+    X, y, _, _ = problem
+    sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))
+    shape = neural.layout(sets.set_sizes(), 4)
+    part, _ = neural.bucketize(sets.subset(np.arange(60)), 4, 2, shape)
+    full, _ = neural.bucketize(sets, 4, 2, shape)
+    assert jax.tree.map(jnp.shape, part) == jax.tree.map(jnp.shape, full)
