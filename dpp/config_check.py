@@ -16,6 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from dpp import params
 from dpp.errors import ConfigError
 from dpp.experiment_settings import VALIDATION_METRICS
+from dpp.pooling import POOLINGS
 from dpp.solvers.options import OPTIMIZERS, OPTION_RULES, optimizer_options
 from dpp.splits import SPLIT_KINDS
 
@@ -85,7 +86,10 @@ def _method(cfg: DictConfig, prefix: str) -> None:
     node = OmegaConf.to_container(_get(cfg, prefix), resolve=True)
     node.pop("_target_")
     try:
-        cls(**node).check_params()
+        estimator = cls(**node)
+        if "optimizer" in estimator.get_params():  # the run's (an embedding needs adam)
+            estimator.set_params(optimizer=_get(cfg, "optimizer.name"))
+        estimator.check_params()
     except TypeError as err:
         raise ConfigError(f"{prefix}: {err}") from None
     except ValueError as err:
@@ -172,6 +176,14 @@ def _selection(cfg: DictConfig) -> None:
             )
         for i in range(len(ks)):
             int_at_least(cfg, f"l2_selection.n_prototypes_grid[{i}]", 1)
+    pooling = _get(cfg, "l2_selection.pooling_grid")
+    if pooling is not None:
+        if not isinstance(pooling, list | ListConfig) or not list(pooling):
+            raise ConfigError(
+                f"l2_selection.pooling_grid must be a non-empty list, got {pooling!r}"
+            )
+        for i in range(len(pooling)):
+            choice(cfg, f"l2_selection.pooling_grid[{i}]", POOLINGS)
     boolean(cfg, "l2_selection.group_folds")
 
 

@@ -15,7 +15,7 @@ import inspect
 
 from hydra.core.config_store import ConfigStore
 
-from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, POOLED_ESTIMATORS, DPPClassifier
+from dpp.estimators import ESTIMATORS, EXPERIMENT_PARAMS, DPPClassifier
 from dpp.params import check_table
 from dpp.solvers.options import OPTIMIZERS, optimizer_options
 
@@ -55,7 +55,7 @@ def check_defaults() -> None:
     Raises:
         ValueError: naming the estimator or optimizer, the parameter and the value.
     """
-    for cls in (*ESTIMATORS.values(), *POOLED_ESTIMATORS.values()):
+    for cls in ESTIMATORS.values():
         try:
             check_table(estimator_defaults(cls), cls._parameter_constraints)
         except ValueError as err:
@@ -68,7 +68,7 @@ def register() -> None:
     """Stores the defaults in Hydra's ``ConfigStore`` (idempotent), once they are checked."""
     check_defaults()
     cs = ConfigStore.instance()
-    for method, cls in {**ESTIMATORS, **POOLED_ESTIMATORS}.items():
+    for method, cls in ESTIMATORS.items():
         cs.store(group="dpp_defaults/model", name=method, node=model_node(cls))
     for name, options in OPTIMIZERS.items():
         cs.store(group="dpp_defaults/optimizer", name=name, node={"name": name, **options})

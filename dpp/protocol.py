@@ -119,6 +119,7 @@ def _fit_by_cv(
         estimator,
         l2s=sel["grid"],
         n_prototypes=sel.get("n_prototypes_grid"),
+        pooling=sel.get("pooling_grid"),  # null: the method's own (model.pooling)
         cv=sel["folds"],
         max_extensions=sel["max_extensions"],
         select_rounds=sel["select_rounds"],
@@ -142,6 +143,7 @@ def _selection_info(search: DPPClassifierCV, kind: str, groups, seconds: float) 
     }
     if kind == "dpp_cv":
         info["n_prototypes_grid"] = [int(v) for v in results["param_n_prototypes"]]
+        info["pooling_grid"] = [None if v is None else str(v) for v in results["param_pooling"]]
         info["best_params"] = search.best_params_
         info["cv_rounds"] = search.best_rounds_
     info["l2_selection_seconds"] = seconds

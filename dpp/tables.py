@@ -29,7 +29,15 @@ def paired_differences(
 PRACTITIONER_BASELINES = {
     "pooling": "Pooled mean + max, logistic regression",
     "bag_of_words": "k-means bag-of-words, logistic regression",
+    "attention_mil": "Attention MIL (Ilse et al. 2018)",
+    "deep_sets": "MI-Net, max-pooled embedding (Wang et al. 2018)",
 }
+
+
+def _seconds(summary: dict, key: str) -> str:
+    """A method's mean fit seconds per trial (selection included), or ``-``."""
+    stats = summary.get(key, {}).get("fit_seconds")
+    return "-" if stats is None or stats["mean"] is None else f"{stats['mean']:.1f}"
 
 
 def _accuracy_rows(summary: dict, paper: dict, two_stderr: bool) -> list[str]:
@@ -53,7 +61,7 @@ def _accuracy_rows(summary: dict, paper: dict, two_stderr: bool) -> list[str]:
         else:
             ours, n = "not run", "-"
         theirs = "-" if mean is None else f"{mean:.2f} ± {width:.2f}"
-        rows.append(f"| {label} | {ours} | {n} | {theirs} |")
+        rows.append(f"| {label} | {ours} | {n} | {_seconds(summary, key)} | {theirs} |")
     return rows
 
 
@@ -80,8 +88,8 @@ def table1(results: dict) -> str:
         f"{_spread_caption(results, 'Mean ± one standard deviation over trials')} (stratified "
         f"50/50 splits, K = {results['trials'][0]['K'] if results['trials'] else '?'}).",
         "",
-        "| method | this run (%) | trials | paper (%) |",
-        "|---|---|---|---|",
+        "| method | this run (%) | trials | fit (s) | paper (%) |",
+        "|---|---|---|---|---|",
     ]
     lines += _accuracy_rows(summary, PAPER_TABLE1, two_stderr=False)
     acc_diff = paired_differences(results, "accuracy")
@@ -148,8 +156,8 @@ def table2(results: dict) -> str:
         "",
         _spread_caption(results, "Mean ± two standard errors over partitions") + ".",
         "",
-        "| method | Indian Pines, this run (%) | partitions | SPECTRAL, paper (%) |",
-        "|---|---|---|---|",
+        "| method | Indian Pines, this run (%) | partitions | fit (s) | SPECTRAL, paper (%) |",
+        "|---|---|---|---|---|",
     ]
     lines += _accuracy_rows(summary, PAPER_TABLE2, two_stderr=True)
     for other in ("standard", "infoloss", *PRACTITIONER_BASELINES):
@@ -212,8 +220,9 @@ def table2_disjoint(results: dict) -> str:
         f"{len(test_sets)} partitions; {np.mean(test_sets):,.0f} test pixels per partition on "
         "average.",
         "",
-        "| method | accuracy (%) | balanced accuracy (%) | test log-lik. / set | uniform guess |",
-        "|---|---|---|---|---|",
+        "| method | accuracy (%) | balanced accuracy (%) | test log-lik. / set | uniform guess "
+        "| fit (s) |",
+        "|---|---|---|---|---|---|",
     ]
     for key, stats in summary.items():
         cells = []
@@ -229,7 +238,10 @@ def table2_disjoint(results: dict) -> str:
             spread = "" if st["stderr"] is None else f" ± {2 * factor * st['stderr']:.{digits}f}"
             cells.append(f"{factor * st['mean']:.{digits}f}{spread}")
         guess = "" if uniform is None else f"{uniform:.3f}"
-        lines.append(f"| {_TABLE2_LABELS.get(key, key)} | " + " | ".join(cells) + f" | {guess} |")
+        lines.append(
+            f"| {_TABLE2_LABELS.get(key, key)} | " + " | ".join(cells)
+            + f" | {guess} | {_seconds(summary, key)} |"
+        )  # fmt: skip
     for other in ("standard", "infoloss", *PRACTITIONER_BASELINES):
         lines += _paired_lines(results, other)
     l2 = [r["l2"] for r in records if r["method"] == records[0]["method"]]
@@ -270,8 +282,8 @@ def adult(results: dict) -> str:
         "KL(empirical || predictive) in bits (lower is better). Accuracy: predicted argmax = "
         "argmax of the soft label.",
         "",
-        "| method | KL (bits) | argmax accuracy (%) | test log-lik. / set | trials |",
-        "|---|---|---|---|---|",
+        "| method | KL (bits) | argmax accuracy (%) | test log-lik. / set | trials | fit (s) |",
+        "|---|---|---|---|---|---|",
     ]
     for key, stats in summary.items():
         cells = []
@@ -284,9 +296,13 @@ def adult(results: dict) -> str:
             sd = f" ± {factor * st['std']:.{digits}f}" if st["std"] is not None else ""
             cells.append(f"{factor * st['mean']:.{digits}f}{sd}")
         n = stats["accuracy"]["n"]
-        lines.append(f"| {_ADULT_LABELS.get(key, key)} | " + " | ".join(cells) + f" | {n} |")
+        lines.append(
+            f"| {_ADULT_LABELS.get(key, key)} | " + " | ".join(cells)
+            + f" | {n} | {_seconds(summary, key)} |"
+        )  # fmt: skip
     lines.append(
-        f"| paper (DPP) | {PAPER_ADULT['kl_bits']:.2f} | {100 * PAPER_ADULT['accuracy']:.0f} | | |"
+        f"| paper (DPP) | {PAPER_ADULT['kl_bits']:.2f} | {100 * PAPER_ADULT['accuracy']:.0f} | "
+        "| | |"
     )
     l2 = sorted({r["l2"] for r in results["trials"] if r["method"] != "class_prior" and "l2" in r})
     if l2:

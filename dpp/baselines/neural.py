@@ -566,7 +566,8 @@ class EmbeddedFit:
 
     Attributes:
         network: the trained :class:`EmbeddedDPP`.
-        history: the held-out log-likelihood per epoch of the monitored fit.
+        history: the objective per round: empty (epochs record the held-out log-likelihood,
+            in ``info["early_stopping"]``).
         info: the fit's report.
     """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numpy as np
 from scipy.special import log_softmax
@@ -17,12 +17,46 @@ from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
 from dpp.metrics import weighted_score
+from dpp.pooling import POOLINGS
 from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import fit_classifier_paths
 
 logger = logging.getLogger(__name__)
+
+#: The held-out share with which a candidate on an embedding stops early within a fold.
+DEFAULT_VALIDATION_FRACTION = 0.2
+
+
+class Group(NamedTuple):
+    """A candidate of :class:`DPPClassifierCV` but its ``l2``: ``K``, pooling, embedding.
+
+    ``pooling`` and ``embedding`` are ``None`` where the estimator keeps its own (or has
+    none); ``l2`` runs along a path within a group.
+    """
+
+    n_prototypes: int
+    pooling: str | None = None
+    embedding: tuple[int, ...] | None = None
+
+    def params(self) -> dict:
+        """The estimator parameters this group sets (an embedding trains with Adam)."""
+        out = {"n_prototypes": self.n_prototypes}
+        if self.pooling is not None:
+            out["pooling"] = self.pooling
+        if self.embedding is not None:
+            out.update(embedding=self.embedding, optimizer="adam")
+        return out
+
+    def simplicity(self) -> tuple:
+        """Larger for simpler models, the tie-break of equal scores.
+
+        Fewer prototypes first, then no embedding, then the paper's mean pooling before max
+        and max before the generalised mean.
+        """
+        rank = {None: 0, "mean": 0, "max": -1, "gem": -2}[self.pooling]
+        return (-self.n_prototypes, self.embedding is None, rank)
 
 
 class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -44,6 +78,15 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             :mod:`dpp.estimators` work too, which gives every method the same selection).
         l2s: candidate ``l2`` values (>= 0).
         n_prototypes: candidate ``K`` values, or ``None`` for the estimator's own.
+        pooling: candidate poolings of a :class:`DPPClassifier` (:mod:`dpp.pooling`: ``mean``,
+            the paper's; ``max``; ``gem``), chosen by the same folds as ``l2`` and the rounds;
+            ``None``: the estimator's own (what the baselines, which have no pooling, get).
+            The default, ``("mean", "max")``, lets the task say whether how much of a set lies
+            near a prototype (mean) or whether one vector does (max) tells its class.
+        embedding: candidate embeddings of a :class:`DPPClassifier`: ``None`` for the paper's
+            model and widths such as ``(256, 128, 64)`` for DPP on a learned embedding (its
+            candidates train with ``optimizer="adam"`` and stop early on their own 20 %; the
+            rounds are not chosen for them); ``None`` alone: the estimator's own.
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -73,7 +116,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     ``best_rounds_`` (the chosen number of rounds, ``None`` without ``select_rounds``; the
     ``rounds`` entry of ``cv_results_`` gives each candidate's best round),
     ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only value``:
-    where the chosen ``l2`` lies among those scored for its ``K``; a choice at an edge after the
+    where the chosen ``l2`` lies among those scored for its ``K``, pooling and embedding; a
+    choice at an edge after the
     last extension is also a :class:`~dpp.errors.FitWarning` naming the edge and the values),
     ``l2s_added_``,
     ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
@@ -94,6 +138,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         estimator=None,
         l2s=(1e-3, 1e-2, 1e-1, 1.0),
         n_prototypes=None,
+        pooling=("mean", "max"),
+        embedding=(None,),
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
@@ -125,30 +171,30 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
                 sets or with bad index arrays, an unknown ``scoring``, and the errors of the
                 estimator's ``fit``.
         """
-        base, ks, by_round = self._checked()
+        base, candidates, by_round = self._checked()
         sets, classes = labelled_sets(X, y, sample_weight)
         seed = 0 if base.random_state is None else int(base.random_state)
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         search = _Search(base, sets, folds, self.scoring, by_round)
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
-        for k in ks:
-            search.cross_validate(k, l2s, warm=True)
+        for group in candidates:
+            search.cross_validate(group, l2s, warm=True)
         mean = {key: float(v.mean()) for key, v in search.scores.items()}
-        # best score; ties go to the stronger l2, then the fewer prototypes
-        best_k = max(mean, key=lambda c: (mean[c], c[1], -c[0]))[0]
+        # best score; ties go to the stronger l2, then the simpler model (Group.simplicity)
+        best_group = max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))[0]
 
         def score_new(l2: float) -> float:
             # weaker than the path: continue each fold's path; stronger: a fresh fit
-            weakest = min(v for k, v in search.scores if k == best_k)
-            search.cross_validate(best_k, [l2], warm=l2 < weakest)
-            return float(search.scores[best_k, l2].mean())
+            weakest = min(v for g, v in search.scores if g == best_group)
+            search.cross_validate(best_group, [l2], warm=l2 < weakest)
+            return float(search.scores[best_group, l2].mean())
 
-        path = [v for k, v in search.scores if k == best_k]
+        path = [v for g, v in search.scores if g == best_group]
         choice = choose_on_path(
-            path, [mean[best_k, v] for v in path], score_new, int(self.max_extensions)
+            path, [mean[best_group, v] for v in path], score_new, int(self.max_extensions)
         )
         best_key = self._set_results(search, len(folds))
-        self.best_position_ = choice.position  # the best is best_k's: only its path grew
+        self.best_position_ = choice.position  # the best is best_group's: only its path grew
         self.l2s_added_ = list(choice.added)
         if choice.position in EDGES:
             warn_caller(edge_message(type(self).__name__, "l2", choice, self.max_extensions))
@@ -156,9 +202,9 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             np.mean([_prior_score(part, held, self.scoring) for part, held in search.parts])
         )
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
-        self.best_rounds_ = search.rounds[best_key] if by_round else None
-        self.best_estimator_ = clone(base).set_params(**self.best_params_)
-        if by_round:
+        self.best_rounds_ = search.rounds.get(best_key) if by_round else None
+        self.best_estimator_ = clone(base).set_params(**best_key[0].params(), l2=best_key[1])
+        if self.best_rounds_ is not None:
             self.best_estimator_.fit(sets, round_cap=self.best_rounds_)
         else:
             self.best_estimator_.fit(sets)
@@ -178,10 +224,24 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
         for k in self.n_prototypes or ():
             check.int_at_least("n_prototypes", k, 1)
+        for name in ("pooling", "embedding"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, str) or not list(value)):
+                raise ValueError(
+                    f"{name} must be a non-empty list of candidates or None, got {value!r}"
+                )
+        for p in self.pooling or ():
+            check.choice("pooling", p, POOLINGS)
+        for e in self.embedding or ():
+            if e is not None:
+                check.Widths()("embedding", e)
         check.check_table(self, self._parameter_constraints)
 
-    def _checked(self) -> tuple[PrototypeClassifier, list[int], bool]:
-        """``(estimator to tune, K values, whether rounds are chosen)``, every setting checked.
+    def _checked(self) -> tuple[PrototypeClassifier, list[Group], bool]:
+        """``(estimator to tune, candidate groups, whether rounds are chosen)``, checked.
+
+        A group is a ``K`` with a pooling and an embedding (each ``None`` where the estimator
+        has no such parameter or keeps its own); ``l2`` runs along a path within each.
 
         Raises:
             ValueError: naming the setting (see :meth:`fit`).
@@ -189,6 +249,19 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.check_params()
         base = DPPClassifier() if self.estimator is None else self.estimator
         ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
+        params = base.get_params()
+        poolings = [None]
+        if self.pooling is not None and "pooling" in params:
+            poolings = [check.choice("pooling", p, POOLINGS) for p in self.pooling]
+        embeddings = [None]
+        if "embedding" in params and self.embedding is not None:
+            embeddings = list(self.embedding)
+        if params.get("embedding") is not None and embeddings == [None]:
+            embeddings = [tuple(params["embedding"])]
+        candidates = [
+            Group(int(k), p, None if e is None else check.Widths()("embedding", e))
+            for e in embeddings for p in poolings for k in ks
+        ]  # fmt: skip
         by_round = self.select_rounds and isinstance(base, DPPClassifier)
         if by_round and self.scoring != "log_likelihood":
             raise ValueError(
@@ -197,22 +270,25 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             )
         if by_round:
             base = clone(base).set_params(validation_fraction=0.0)  # the folds hold out instead
-        return base, ks, by_round
+        return base, list(dict.fromkeys(candidates)), by_round
 
-    def _set_results(self, search: _Search, num_folds: int) -> tuple[int, float]:
-        """Sets ``cv_results_`` (scikit-learn's layout) and the best; returns its ``(K, l2)``."""
+    def _set_results(self, search: _Search, num_folds: int) -> tuple[Group, float]:
+        """Sets ``cv_results_`` (scikit-learn's layout) and the best; returns its key."""
         candidates = list(search.scores)
         scores = np.stack([search.scores[c] for c in candidates])
         mean = scores.mean(axis=1)
         best = max(
-            range(len(candidates)), key=lambda i: (mean[i], candidates[i][1], -candidates[i][0])
+            range(len(candidates)),
+            key=lambda i: (mean[i], candidates[i][1], candidates[i][0].simplicity()),
         )
         order = np.argsort(-mean, kind="stable")
         rank = np.empty(len(candidates), dtype=np.int64)
         rank[order] = np.arange(1, len(candidates) + 1)
         self.cv_results_ = {
-            "params": [{"n_prototypes": k, "l2": l2} for k, l2 in candidates],
-            "param_n_prototypes": np.array([k for k, _ in candidates]),
+            "params": [{**g.params(), "l2": l2} for g, l2 in candidates],
+            "param_n_prototypes": np.array([g.n_prototypes for g, _ in candidates]),
+            "param_pooling": np.array([g.pooling for g, _ in candidates], dtype=object),
+            "param_embedding": np.array([g.embedding for g, _ in candidates], dtype=object),
             "param_l2": np.array([l2 for _, l2 in candidates]),
             "mean_test_score": mean,
             "std_test_score": scores.std(axis=1),
@@ -220,7 +296,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             "rank_test_score": rank,
             "mean_fit_time": np.array([search.seconds[c] for c in candidates]),
             **(
-                {"rounds": np.array([search.rounds[c] for c in candidates])}
+                {"rounds": np.array([search.rounds.get(c) for c in candidates], dtype=object)}
                 if search.by_round
                 else {}
             ),
@@ -235,7 +311,9 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
                 dtype=object,
             ),
         }
-        self.best_params_ = dict(self.cv_results_["params"][best])
+        self.best_params_ = {
+            k: v for k, v in self.cv_results_["params"][best].items() if k != "optimizer"
+        }
         self.best_score_ = float(mean[best])
         self.best_index_ = int(best)
         return candidates[best]
@@ -304,27 +382,33 @@ class _Search:
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
 
-    def cross_validate(self, k: int, path: list[float], warm: bool) -> None:
-        """Scores ``(k, l2)`` for each l2 of ``path`` (strongest first) in every fold.
+    def cross_validate(self, group: Group, path: list[float], warm: bool) -> None:
+        """Scores ``(group, l2)`` for each l2 of ``path`` (strongest first) in every fold.
 
         With ``warm`` (and without ``by_round``), each fold continues its path from the weakest
         ``l2`` fitted so far. An estimator whose encoder does not depend on ``l2`` (it has
         ``fold_codes``: the standard prototype) is encoded once per fold and ``K``, and the
-        Theta-steps of every fold and ``l2`` run as one program (:meth:`_theta_steps`).
+        Theta-steps of every fold and ``l2`` run as one program (:meth:`_theta_steps`). A
+        group with an embedding stops early on its own held-out share of each fold (its rounds
+        are epochs, not chosen here).
         """
+        k = group
         if not self.by_round and hasattr(self.base, "fold_codes"):
             self._theta_steps(k, path)
             self._log(k, path)
             return
+        by_round = self.by_round and group.embedding is None
         by_fold = []
         for f, (part, held) in enumerate(self.parts):
-            est = self.last.get((f, k)) if warm and not self.by_round else None
+            est = self.last.get((f, k)) if warm and not by_round else None
             if est is None:
-                est = clone(self.base).set_params(n_prototypes=k, warm_start=not self.by_round)
+                est = clone(self.base).set_params(**group.params(), warm_start=not by_round)
+                if group.embedding is not None:  # early stopping within the fold's fit
+                    est.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
             for l2 in path:
                 t0 = time.perf_counter()
                 est.set_params(l2=float(l2 * self.shrink[f]))
-                if self.by_round:
+                if by_round:
                     est.fit(part, validation_sets=held)
                     by_fold.append(((k, l2), _scores_by_round(est)))
                     self._status(k, l2, f, est.fit_info_.get("status"))
@@ -362,7 +446,7 @@ class _Search:
         """
         t0 = time.perf_counter()
         if k not in self.codes:
-            est = clone(self.base).set_params(n_prototypes=k)
+            est = clone(self.base).set_params(**k.params())
             self.codes[k] = np.stack([est.fold_codes(part, self.sets) for part, _ in self.parts])
         codes, fitted = self.codes[k], self.thetas.setdefault(k, {})
         weights = np.asarray(self.sets.weights, np.float64)
@@ -385,7 +469,7 @@ class _Search:
             logger.warning(
                 "K=%d l2=%.3g, CV fold %d: the Theta-step stopped at max_iter=%d before its "
                 "gradient tolerance",
-                k,
+                k.n_prototypes,
                 path[j],
                 f,
                 solver.max_iter,
@@ -409,12 +493,12 @@ class _Search:
             self.scores[k, value] = scores
             self.seconds[k, value] = self.seconds.get((k, value), 0.0) + elapsed
 
-    def _log(self, k: int, path: list[float]) -> None:
+    def _log(self, k: Group, path: list[float]) -> None:
         """One DEBUG line per candidate (a run's INFO log keeps one line per fold and method)."""
         for l2 in path:
             logger.debug(
-                "K=%d l2=%.3g: validation %s %s%s",
-                k,
+                "%s l2=%.3g: validation %s %s%s",
+                k.params(),
                 l2,
                 self.scoring,
                 np.round(self.scores[k, l2], 4).tolist(),

@@ -328,7 +328,8 @@ class DPPClassifier(PrototypeClassifier):
         info["embedding"] = list(self.embedding)
         if exponent(network.pooling) is not None:
             info["pooling_p"] = exponent(network.pooling)
-        return neural.EmbeddedFit(network, history, info)
+        del history  # in info["early_stopping"]; no objective is recorded per epoch
+        return neural.EmbeddedFit(network, np.zeros(0), info)
 
     def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """The paper's model's arrays, or an embedded network's ``net_*``."""

@@ -173,9 +173,9 @@ class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
 
     Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
     attributes: ``network_`` (the Equinox module), ``classes_``, ``n_features_in_``,
-    ``preprocess_``, ``history_`` (the held-out log-likelihood per epoch), ``n_iter_`` (epochs
-    of the refit), ``fit_info_`` (``status``, ``status_reason``, ``epochs``, ``seconds``,
-    ``early_stopping``).
+    ``preprocess_``, ``history_`` (empty: no objective is recorded per epoch), ``n_iter_``
+    (epochs of the refit), ``fit_info_`` (``status``, ``status_reason``, ``epochs``,
+    ``seconds``, ``early_stopping`` with the held-out log-likelihood per epoch).
     """
 
     method: ClassVar[str] = ""
@@ -244,7 +244,10 @@ class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
             if not np.all(np.isfinite(np.asarray(leaf))):
                 raise ValueError(f"{type(self).__name__} fit produced non-finite parameters")
         self.network_, self.fit_info_ = network, info
-        self.history_, self.n_iter_ = history, int(info["epochs"])
+        # no objective is recorded per epoch (the held-out log-likelihood per epoch is in
+        # fit_info_["early_stopping"]["validation_history"])
+        self.history_, self.n_iter_ = np.zeros(0), int(info["epochs"])
+        del history
         if info["status"] not in CLEAN_STATUSES:
             warn_caller(f"{self._describe()}: fit {info['status']}: {info['status_reason']}")
         return self
