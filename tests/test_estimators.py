@@ -221,7 +221,7 @@ def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
     )
     search.fit(X, y)
     scores = search.cv_results_["mean_test_score"]
-    assert scores.shape == (2,) and np.all(scores < 0)  # mean validation log-likelihood
+    assert scores.shape == (4,) and np.all(scores < 0)  # 2 l2 x (mean, max) pooling
     best = int(np.argmax(scores))
     assert search.best_params_ == search.cv_results_["params"][best]
     assert search.best_estimator_.l2 == search.best_params_["l2"]

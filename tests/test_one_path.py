@@ -86,7 +86,9 @@ def test_cli_with_dpp_cv_equals_dpp_classifier_cv(tmp_path, split):
     X, y, test = split
     overrides = [*CLI, "l2_selection.kind=dpp_cv", "~baselines.standard"]
     (record,) = run(_compose(overrides), output_dir=tmp_path)["trials"]
-    search = DPPClassifierCV(DPPClassifier(**SETTINGS, **QUICK), l2s=GRID, cv=2).fit(X, y)
+    # l2_selection.pooling_grid: null is the estimator's own pooling (pooling=None)
+    search = DPPClassifierCV(DPPClassifier(**SETTINGS, **QUICK), l2s=GRID, cv=2, pooling=None)
+    search.fit(X, y)
     assert record["best_params"] == search.best_params_
     assert record["cv_rounds"] == search.best_rounds_
     _same(tmp_path / "models" / "dpp.npz", search, test)

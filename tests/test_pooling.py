@@ -198,8 +198,9 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
     X, y = _sets(rng, 48)
     quick = {"max_rounds": 2, "optimizer_options": {"max_iter": 10, "theta_max_iter": 100}}
     search = DPPClassifierCV(
-        DPPClassifier(n_prototypes=3, **quick), l2s=[1e3, 1e4], cv=2, max_extensions=2
-    ).fit(X, y)
+        DPPClassifier(n_prototypes=3, **quick), l2s=[1e3, 1e4], cv=2, max_extensions=2,
+        pooling=["mean"],
+    ).fit(X, y)  # fmt: skip
     l2s = list(search.cv_results_["param_l2"])
     assert l2s[:2] == [1e4, 1e3] and l2s[2:] == search.l2s_added_
     # so strong a ridge is worst: the weakest side grows by grid steps (ratio 10)
@@ -216,6 +217,36 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
         assert set(folds) <= set(STATUSES) and results["fit_status"][c] == "/".join(
             sorted(set(folds))
         )
+
+
+def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
+    """Issue 33: mean and max pooling are candidates of the same inner CV by default."""
+    from dpp.estimators.cv import Group
+
+    rng = np.random.default_rng(9)
+    X, y = [], []
+    for i in range(48):  # a set is positive iff it holds one vector far along feature 0
+        x = rng.normal(size=(int(rng.integers(4, 12)), 3))
+        if i % 2:
+            x[0, 0] += 5.0
+        X.append(x)
+        y.append(i % 2)
+    quick = {"max_rounds": 2, "optimizer_options": {"max_iter": 10, "theta_max_iter": 100}}
+    search = DPPClassifierCV(
+        DPPClassifier(n_prototypes=4, **quick), l2s=[0.1, 1.0], cv=3, max_extensions=0
+    ).fit(X, np.array(y))
+    results = search.cv_results_
+    assert list(results["param_pooling"]) == ["mean", "mean", "max", "max"]
+    best = int(np.argmax(results["mean_test_score"]))
+    assert search.best_params_ == {"n_prototypes": 4, "pooling": results["param_pooling"][best],
+                                   "l2": results["param_l2"][best]}  # fmt: skip
+    assert search.best_estimator_.pooling == search.best_params_["pooling"]
+    assert search.best_rounds_ == results["rounds"][best]
+    # ties go to the stronger l2, then fewer prototypes, no embedding, mean before max
+    ranked = sorted([Group(8, "max"), Group(4, "gem"), Group(4, "mean"), Group(4, "max"),
+                     Group(4, "mean", (8,))], key=Group.simplicity, reverse=True)  # fmt: skip
+    assert ranked == [Group(4, "mean"), Group(4, "max"), Group(4, "gem"), Group(4, "mean", (8,)),
+                      Group(8, "max")]  # fmt: skip
 
 
 def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_callers_line():
@@ -322,7 +353,8 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     assert all(r["status"] == "converged" for r in records)
     assert np.mean([r["accuracy"] for r in records if r["method"] == "pooling"]) > 0.7
     table = (tmp_path / "suite.md").read_text()
-    assert "| witness_d10_r10 | witness |" in table and "Mean ± 2 standard errors" in table
+    assert "| method | witness_d10_r10 |" in table and "| pooling | " in table
+    assert "mean ± 2 standard errors over the outer folds" in table
     assert (tmp_path / "suite.png").stat().st_size > 1000
     assert results["pid"] > 0 and (tmp_path / "heartbeat.json").is_file()  # a kill shows
     assert json.loads((tmp_path / "suite.json").read_text()) == json.loads(
