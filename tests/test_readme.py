@@ -62,3 +62,33 @@ def test_import_dpp_gives_every_module_the_readme_names():
         for part in name.replace("/", ".").split("."):
             obj = getattr(obj, part, None)
             assert obj is not None, f"import dpp does not give dpp.{name}"
+
+
+#: The README's row labels of the default run's table, by method.
+_SYNTHETIC_ROWS = {
+    "dpp": "DPP",
+    "standard": "standard prototype",
+    "pooling": "pooled mean + max, logistic regression",
+    "bag_of_words": "k-means bag-of-words, logistic regression",
+}
+
+
+@pytest.mark.extended  # a run of the default experiment (about 10 s)
+def test_the_readme_table_of_the_default_run_is_what_the_run_gives(tmp_path):
+    """Issue 36: every figure in the README comes from a command a test runs; the default
+    run's table (`python experiments/run.py`) is checked here, row by row."""
+    import json
+
+    proc = subprocess.run(
+        [sys.executable, "experiments/run.py", f"hydra.run.dir={tmp_path}", "verbose=false"],
+        cwd=REPO, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    records = json.loads((tmp_path / "results.json").read_text())["trials"]
+    text = (REPO / "README.md").read_text()
+    for r in records:
+        row = (
+            f"| {_SYNTHETIC_ROWS[r['method']]} | {100 * r['accuracy']:.2f} | "
+            f"{r['test_log_likelihood']:.4f} |"
+        )
+        assert row in text, f"the README lacks the default run's row {row!r}"
