@@ -149,6 +149,13 @@ def test_dpp_on_a_learned_embedding(problem, tmp_path):
         dpp.DPPClassifier(embedding=(16,)).fit(X, y)
     with pytest.raises(ValueError, match="one shared beta"):
         dpp.DPPClassifier(embedding=(16,), optimizer="adam", per_prototype_beta=True).fit(X, y)
+    for params, message in (
+        ({"pooling": "sum"}, "pooling must be one of mean, max, gem; got 'sum'"),
+        ({"embedding": (16, 2.5)}, r"embedding must be a non-empty list of positive integer"),
+        ({"embedding": (0,)}, r"embedding must be a non-empty list of positive integer"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            dpp.DPPClassifier(optimizer="adam", **params).fit(X, y)
 
 
 def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):

@@ -105,12 +105,13 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
     (one-hot codes) and are worse on held-out sets; choosing the rounds by CV does not."""
     sets = make_witness(num_sets=160, dim=10, witness_rate=0.1, seed=5).sets
     train, test = _halves(sets, seed=2)
-    base = DPPClassifier(n_prototypes=6, **QUICK)
+    base = DPPClassifier(n_prototypes=6, validation_fraction=0.0, **QUICK)  # rounds by tol
     labels = np.asarray(test.labels)
+    grid = {"l2s": [1e-2, 1e-1], "cv": 3, "pooling": ["mean"]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        full = DPPClassifierCV(base, l2s=[1e-2, 1e-1], cv=3, select_rounds=False).fit(train)
-        chosen = DPPClassifierCV(base, l2s=[1e-2, 1e-1], cv=3).fit(train)
+        full = DPPClassifierCV(base, select_rounds=False, **grid).fit(train)
+        chosen = DPPClassifierCV(base, **grid).fit(train)
 
     def score(search):
         weights = np.ones(len(labels))
@@ -120,3 +121,21 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
     assert chosen.best_estimator_.fit_info_["status"] != "saturated"
     assert chosen.best_rounds_ < base.max_rounds
     assert score(chosen) > score(full)
+
+
+def test_a_plain_dpp_classifier_does_not_saturate_on_a_witness_task(caplog):
+    """Issue 36: DPPClassifier()'s default early stopping (20 % held out) keeps its codes soft
+    where the old default, rounds by tol, saturated (99 % one-hot codes)."""
+    train, _ = _halves(make_witness(num_sets=160, dim=10, witness_rate=0.1, seed=5).sets, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        to_tol = DPPClassifier(n_prototypes=6, validation_fraction=0.0, **QUICK).fit(train)
+    plain = DPPClassifier(n_prototypes=6, **QUICK).fit(train)
+    assert to_tol.fit_info_["status"] == "saturated"
+    assert plain.fit_info_["status"] == "early_stopped"
+    assert plain.fit_info_["saturated_fraction"] < 0.5
+    # issue 36: a search's per-candidate lines are DEBUG; INFO stays quiet
+    with caplog.at_level("INFO", logger="dpp.estimators.cv"):
+        DPPClassifierCV(DPPClassifier(n_prototypes=6, max_rounds=1, **QUICK), l2s=[0.1], cv=2,
+                        pooling=["mean"], max_extensions=0).fit(train)  # fmt: skip
+    assert [r for r in caplog.records if r.name == "dpp.estimators.cv"] == []

@@ -43,6 +43,9 @@ def _results(path: Path) -> dict:
         ("l2_selection.folds=1", "l2_selection.folds must be an integer >= 2"),
         ("dataset.split.train_fraction=1.5", "dataset.split.train_fraction must be"),
         ("figures=[nope]", "figures[0] must be one of"),
+        ("model.pooling=sum", "model.pooling must be one of mean, max, gem; got 'sum'"),
+        ("model.embedding=[64,0]", "model.embedding must be a non-empty list of positive"),
+        ("model.embedding=[64]", "optimizer='lbfgs_optax' cannot train it; the choices"),
     ],
 )
 def test_bad_settings_fail_before_any_data_is_read(tmp_path, override, message):

@@ -107,6 +107,7 @@ def test_optuna_sweeper_maximises_the_validation_metric_the_run_returns(tmp_path
     best = (tmp_path / "optimization_results.yaml").read_text()
     assert f"best_value: {max(values)}" in best, best
     assert "Best value" in proc.stderr + proc.stdout
+    assert "alembic" not in proc.stderr + proc.stdout  # issue 36: no migration noise
 
 
 @pytest.mark.extended
