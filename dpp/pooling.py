@@ -13,7 +13,7 @@ the prototypes:
 * :class:`GeMPooling` (``"gem"``): :math:`z_k = (\frac{1}{M} \sum_x f_k(x)^p)^{1/p}`, with
   mean (:math:`p = 1`) and max (:math:`p \to \infty`) as its limits (Radenović, Tolias & Chum,
   TPAMI 2018), computed in log space. ``p`` is learned through ``rho``:
-  :math:`p = 1 + \min(\mathrm{softplus}(\rho), P_{max} - 1)`, so :math:`1 < p \le P_{max}`
+  :math:`p = 1 + \min(\mathrm{softplus}(\rho), P_{max} - 1)`, so :math:`1 \le p \le P_{max}`
   (:data:`GEM_P_MAX`, beyond which the pooled codes equal the max to float32 precision);
   ``rho`` starts at :func:`gem_rho` of ``p = 3``, the paper's start.
 
@@ -73,7 +73,11 @@ class GeMPooling:
     kind: str = dataclasses.field(default="gem", init=False)
 
     def p(self) -> jax.Array:
-        """``p = 1 + min(softplus(rho), GEM_P_MAX - 1)``, in ``(1, GEM_P_MAX]``."""
+        """``p = 1 + min(softplus(rho), GEM_P_MAX - 1)``, in ``[1, GEM_P_MAX]``.
+
+        Above 1 in exact arithmetic; in float32 a ``rho`` below about -16 gives ``p = 1``, the
+        mean, as a fit that prefers the mean drives it there.
+        """
         return 1.0 + jnp.minimum(jax.nn.softplus(self.rho), GEM_P_MAX - 1.0)
 
 

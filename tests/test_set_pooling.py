@@ -175,3 +175,30 @@ def test_make_pooling_refuses_unknown_kinds_and_exponents():
     with pytest.raises(ValueError, match="1 < p <= 64"):
         gem_rho(1.0)
     assert float(make_pooling("gem").p()) == pytest.approx(3.0, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"pooling": "gem", "mode": "coordinate_ascent"},
+        {"pooling": "max", "mode": "joint"},
+        {"pooling": "max", "optimizer": "adam", "optimizer_options": {"batch_size": 8}},
+    ],
+    ids=["gem-coordinate-ascent", "max-joint", "max-adam"],
+)
+def test_every_fit_mode_learns_with_every_pooling_and_saves_it(rng, settings, tmp_path):
+    import dpp
+
+    X = [rng.normal(size=(int(rng.integers(2, 9)), 3)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    est = dpp.DPPClassifier(
+        n_prototypes=3, max_rounds=2, validation_fraction=0.0, random_state=0, **settings
+    ).fit(X, y)
+    history = est.history_
+    assert np.all(np.diff(history) >= -1e-6 * np.abs(history[:-1]))  # L never decreases
+    assert est.score(X, y) >= 0.75
+    if settings["pooling"] == "gem":
+        assert 1.0 <= est.fit_info_["pooling_p"] <= GEM_P_MAX
+    loaded = dpp.load(est.save(tmp_path / "model.npz"))
+    assert loaded.model_.pooling.kind == settings["pooling"]
+    np.testing.assert_array_equal(loaded.predict_proba(X), est.predict_proba(X))

@@ -62,7 +62,7 @@ class DPPClassifier(PrototypeClassifier):
             ``mean`` (eq. 2, the paper's, the default), ``max`` (per prototype, the largest
             code over the set's vectors: whether a set holds one vector near a prototype, the
             multiple-instance assumption) or ``gem`` (a generalised mean whose exponent
-            ``p = 1 + softplus(rho)`` in ``(1, 64]`` is learned with the prototypes from
+            ``p = 1 + softplus(rho)`` in ``[1, 64]`` is learned with the prototypes from
             ``p = 3``; mean and max are its limits). ``DPPClassifierCV`` can choose it.
         embedding: ``None`` (the paper's model, the default), or the widths of an MLP
             (Equinox, ReLU layers, e.g. ``(256, 128, 64)``) applied to every vector before the
