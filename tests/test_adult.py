@@ -79,19 +79,25 @@ def test_adult_experiment_runs_on_a_subsample(tmp_path):
                 "optimizer.max_iter=5",
                 "dataset.split.subsample=200",
                 "l2_selection.folds=2",
+                # the neural baselines, small and short: the table has them (issue 33)
+                "baselines.attention_mil.embedding=[8]",
+                "baselines.attention_mil.max_epochs=3",
+                "baselines.deep_sets.embedding=[8]",
+                "baselines.deep_sets.max_epochs=3",
             ],
         )
     results = run(cfg, output_dir=tmp_path)
     for name in ("adult.md", "prototypes.md", "prototypes.csv", "prototypes.png", "results.json"):
         assert (tmp_path / name).is_file(), name
-    methods = ["dpp", "standard", "pooling", "bag_of_words", "class_prior"]
+    methods = ["dpp", "standard", "pooling", "bag_of_words", "class_prior", "attention_mil",
+               "deep_sets"]  # fmt: skip
     assert [r["method"] for r in results["trials"]] == methods
     for record in results["trials"]:
         assert record["num_train"] == 100 and record["num_test"] == 100
         assert record["kl_bits"] >= 0
     assert "kl_bits" in results["summary"]["dpp"]
     table = (tmp_path / "adult.md").read_text()
-    assert "1.12" in table and "Class prior" in table
+    assert "1.12" in table and "Class prior" in table and "Attention MIL" in table
     prototypes = (tmp_path / "prototypes.csv").read_text().splitlines()
     assert len(prototypes) == 1 + 3 and "p(Private)" in prototypes[0]
 

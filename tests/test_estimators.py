@@ -34,6 +34,7 @@ from dpp.splits import split_indices
 #: Small and quick: few rounds and solver iterations (compilation dominates these fits).
 QUICK = {
     "max_rounds": 3,
+    "validation_fraction": 0.0,  # rounds by tol (quick; early stopping is tested on its own)
     "optimizer_options": {"max_iter": 10, "theta_max_iter": 100},
 }
 
@@ -233,7 +234,7 @@ def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
 def test_warm_start_starts_from_the_previous_solution(problem):
     X, y, _, _ = problem
     # rounds by tol (early stopping, the default, may keep round 0 on this easy problem)
-    fitted = DPPClassifier(n_prototypes=3, validation_fraction=0.0, **QUICK).fit(X, y)
+    fitted = DPPClassifier(n_prototypes=3, **QUICK).fit(X, y)
     warm = clone(fitted).set_params(warm_start=True)
     warm.model_ = fitted.model_  # as after a fit on the same sets
     warm.fit(X, y)
@@ -400,7 +401,7 @@ def test_dpp_classifier_cv_takes_a_splitter_or_index_pairs_as_grid_search_does(p
     from sklearn.model_selection import KFold, StratifiedKFold
 
     X, y, _, _ = problem
-    grid = {"l2s": [2e-2, 20.0], "n_prototypes": [3]}
+    grid = {"l2s": [2e-2, 20.0], "n_prototypes": [3], "pooling": None}
     base = DPPClassifier(**QUICK)
     by_number = DPPClassifierCV(base, cv=3, **grid).fit(X, y)
     splitter = StratifiedKFold(3, shuffle=True, random_state=base.random_state)

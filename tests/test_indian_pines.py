@@ -163,12 +163,18 @@ def test_table2_experiment_runs_on_a_subset(tmp_path):
                 "dataset.split.train_per_class=10",
                 "l2_selection.folds=2",
                 "baselines.infoloss.max_rounds=2",
+                # the neural baselines, small and short: the table has them (issue 33)
+                "baselines.attention_mil.embedding=[8]",
+                "baselines.attention_mil.max_epochs=3",
+                "baselines.deep_sets.embedding=[8]",
+                "baselines.deep_sets.max_epochs=3",
             ],
         )
     results = run(cfg, output_dir=tmp_path)
     for name in ("table2.md", "figure2b.png", "results.json"):
         assert (tmp_path / name).is_file(), name
-    methods = ["dpp", "standard", "pooling", "bag_of_words", "infoloss"]
+    methods = ["dpp", "standard", "pooling", "bag_of_words", "infoloss", "attention_mil",
+               "deep_sets"]  # fmt: skip
     assert [r["method"] for r in results["trials"]] == methods
     assert {r["num_train"] for r in results["trials"]} == {30}
     assert {r["num_test"] for r in results["trials"]} == {30}

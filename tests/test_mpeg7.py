@@ -108,16 +108,22 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
                 "dataset.loader.progress=false",
                 f"cache_dir={tmp_path / 'cache'}",
                 "l2_selection.folds=2",
+                # the neural baselines, small and short: the table has them (issue 33)
+                "baselines.attention_mil.embedding=[8]",
+                "baselines.attention_mil.max_epochs=3",
+                "baselines.deep_sets.embedding=[8]",
+                "baselines.deep_sets.max_epochs=3",
             ],
         )
     results = run(cfg, output_dir=tmp_path / "run")
     for name in ("table1.md", "figure2a.png", "results.json", "table.md"):
         assert (tmp_path / "run" / name).is_file(), name
-    assert [r["num_train"] for r in results["trials"]] == [40] * 4  # four methods
+    assert [r["num_train"] for r in results["trials"]] == [40] * 6  # six methods
     table = (tmp_path / "run" / "table1.md").read_text()
     assert "85.49 ± 1.43" in table and "Paired difference" in table
     # what a practitioner tries first is in the table, and DPP is compared with it
     assert "| Pooled mean + max, logistic regression |" in table and "DPP - pooling:" in table
+    assert "| Attention MIL (Ilse et al. 2018) |" in table and "DPP - deep_sets:" in table
     on_disk = json.loads((tmp_path / "run" / "results.json").read_text())
     first = on_disk["trials"][0]  # a value of the grid, or one added past its edge
     assert first["l2"] in [*cfg.l2_selection.grid, *first["l2_added"]]

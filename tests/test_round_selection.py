@@ -79,13 +79,18 @@ def test_held_out_arguments_are_refused_where_they_conflict(halves):
         DPPClassifier(n_prototypes=3, **QUICK).fit(train, validation_sets=[np.zeros((2, 4))])
 
 
-def test_cv_chooses_rounds_and_refits_capped(halves):
+def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     train, _ = halves
     base = DPPClassifier(n_prototypes=3, max_rounds=4, tol=0.0, patience=5, **QUICK)
+    with warnings.catch_warnings(), caplog.at_level("INFO", logger="dpp.estimators.cv"):
+        warnings.simplefilter("ignore", FitWarning)
+        grid = {"l2s": [1e-2], "cv": 3, "pooling": None}
+        search = DPPClassifierCV(base, max_extensions=0, **grid).fit(train)
+    # issue 36: a search's per-candidate lines are DEBUG; INFO stays quiet
+    assert [r for r in caplog.records if r.name == "dpp.estimators.cv"] == []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        search = DPPClassifierCV(base, l2s=[1e-2], cv=3, max_extensions=0).fit(train)
-        plain = DPPClassifierCV(base, l2s=[1e-2], cv=3, select_rounds=False).fit(train)
+        plain = DPPClassifierCV(base, select_rounds=False, **grid).fit(train)
     rounds = search.cv_results_["rounds"]
     assert search.best_rounds_ == rounds[search.best_index_]
     assert 0 <= search.best_rounds_ <= 4
@@ -96,7 +101,7 @@ def test_cv_chooses_rounds_and_refits_capped(halves):
     assert info["rounds"] <= search.best_rounds_
     assert info["early_stopping"] == {"source": "round_cap", "round_cap": search.best_rounds_}
     with pytest.raises(ValueError, match="select_rounds=False"):
-        DPPClassifierCV(base, l2s=[1e-2], cv=3, scoring="accuracy").fit(train)
+        DPPClassifierCV(base, l2s=[1e-2], cv=3, scoring="accuracy", pooling=None).fit(train)
 
 
 @pytest.mark.extended
@@ -123,7 +128,7 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
     assert score(chosen) > score(full)
 
 
-def test_a_plain_dpp_classifier_does_not_saturate_on_a_witness_task(caplog):
+def test_a_plain_dpp_classifier_does_not_saturate_on_a_witness_task():
     """Issue 36: DPPClassifier()'s default early stopping (20 % held out) keeps its codes soft
     where the old default, rounds by tol, saturated (99 % one-hot codes)."""
     train, _ = _halves(make_witness(num_sets=160, dim=10, witness_rate=0.1, seed=5).sets, 2)
@@ -134,8 +139,3 @@ def test_a_plain_dpp_classifier_does_not_saturate_on_a_witness_task(caplog):
     assert to_tol.fit_info_["status"] == "saturated"
     assert plain.fit_info_["status"] == "early_stopped"
     assert plain.fit_info_["saturated_fraction"] < 0.5
-    # issue 36: a search's per-candidate lines are DEBUG; INFO stays quiet
-    with caplog.at_level("INFO", logger="dpp.estimators.cv"):
-        DPPClassifierCV(DPPClassifier(n_prototypes=6, max_rounds=1, **QUICK), l2s=[0.1], cv=2,
-                        pooling=["mean"], max_extensions=0).fit(train)  # fmt: skip
-    assert [r for r in caplog.records if r.name == "dpp.estimators.cv"] == []

@@ -244,14 +244,16 @@ def test_refused_launches_change_nothing_in_the_run_folder(tmp_path):
     for overrides, message in refusals:
         _one_line_error(_cli(out, *overrides), message)
         assert _snapshot(out) == before, overrides  # byte for byte
-    # the README's resume command keeps both trials (the trial count comes from the record)
+    # the README's resume command on this complete run: nothing to do, nothing changed (issue 36)
     resumed = _cli(out, "resume=true")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "is complete (2 of 2 trials recorded): nothing to resume" in resumed.stdout
+    assert _snapshot(out) == before
     results = _results(out)
-    assert results["num_trials"] == 2 and results["resumed_trials"] == [0, 1]
-    assert len(results["trials"]) == 2 * 2  # two trials of two methods
+    assert results["num_trials"] == 2 and len(results["trials"]) == 2 * 2  # 2 trials, 2 methods
 
 
+@pytest.mark.extended  # subprocess runs of the CLI
 def test_refused_launches_are_one_line_and_leave_no_folder_behind(tmp_path):
     """Issue 36: Hydra makes the run folder first; every refused launch used to leave it, empty
     (9 of them after a round of bad inputs, on which scripts/status.py exited 2)."""

@@ -177,6 +177,7 @@ def test_make_pooling_refuses_unknown_kinds_and_exponents():
     assert float(make_pooling("gem").p()) == pytest.approx(3.0, rel=1e-6)
 
 
+@pytest.mark.extended  # three compiled fits (about 16 s)
 @pytest.mark.parametrize(
     "settings",
     [

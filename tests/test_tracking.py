@@ -46,8 +46,8 @@ def test_a_run_logs_config_metrics_rounds_statuses_and_files(tmp_path):
     artifacts = {a.path for a in client.list_artifacts(run_id)}
     assert {"results.json", "table.md", "figure1.png", "models", ".hydra"} <= artifacts | {".hydra"}
     assert {a.path for a in client.list_artifacts(run_id, "models")} == {
-        "models/dpp.npz", "models/standard.npz"
-    }  # fmt: skip
+        f"models/{m}.npz" for m in ("dpp", "standard", "pooling", "bag_of_words")
+    }  # every method's model (issue 36)
     # a resumed run continues the same MLflow run
     more = run(_compose([*QUIET, "trials=3", "resume=true", "tracking=mlflow",
                          f"tracking.uri={store}"]), output_dir=tmp_path / "run")  # fmt: skip
