@@ -61,6 +61,8 @@ def make_estimator(method_cfg: DictConfig, cfg: DictConfig):
         "standardize": bool(cfg.dataset.standardize),
         "pca_components": cfg.dataset.pca_components,
     }
+    if getattr(type(estimator), "own_units", False):  # the neural baselines standardise anyway
+        del run_wide["standardize"]
     params = estimator.get_params()
     estimator.set_params(**{k: v for k, v in run_wide.items() if k in params})
     return estimator

@@ -166,3 +166,35 @@ def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):
     part, _ = neural.bucketize(sets.subset(np.arange(60)), 4, 2, shape)
     full, _ = neural.bucketize(sets, 4, 2, shape)
     assert jax.tree.map(jnp.shape, part) == jax.tree.map(jnp.shape, full)
+
+
+def test_a_network_that_never_beat_its_random_start_is_stalled_not_early_stopped():
+    """Table 1's first run with the neural baselines: on MPEG-7's unscaled frequencies every
+    epoch's validation log-likelihood fell below the untrained network's, the refit ran 0 epochs
+    and the random start (chance accuracy) was reported ``early_stopped``, a clean status."""
+    from dpp.estimators.neural import _status
+
+    settings = neural.TrainSettings(max_epochs=100, patience=20)
+    early = {"best_epoch": 0, "epochs_monitored": 20, "validation_history": [-4.251, -4.358]}
+    status, reason = _status(early, None, settings)
+    assert status == "stalled" and status not in dpp.model.CLEAN_STATUSES
+    assert "above the untrained network's (-4.2510)" in reason and "0 epochs" in reason
+    assert _status({**early, "best_epoch": 3}, None, settings)[0] == "early_stopped"
+
+
+def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says():
+    """A dataset's ``standardize: false`` (MPEG-7's frequencies) states the prototype models'
+    units; the networks keep their own ``standardize=True``, as a Python user gets them."""
+    from pathlib import Path
+
+    from hydra import compose, initialize_config_dir
+
+    from dpp.experiment_settings import trial_settings
+
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    with initialize_config_dir(config_dir=str(configs), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["experiment=table1_mpeg7"])
+    assert cfg.dataset.standardize is False
+    methods = trial_settings(cfg).methods
+    assert methods["dpp"].standardize is False and methods["bag_of_words"].standardize is False
+    assert methods["attention_mil"].standardize is True and methods["deep_sets"].standardize
