@@ -114,8 +114,8 @@ def test_cli_and_python_defaults_of_the_pooled_baselines_are_the_same(baseline):
         got = trial_settings(cfg).methods[baseline].get_params()
         expected = NEURAL_ESTIMATORS[baseline]().get_params()
         assert got.pop("embedding") == list(expected.pop("embedding"))  # a list in the config
-        assert got.pop("standardize") is cfg.dataset.standardize  # the dataset's
-        expected.pop("standardize")
+        # their own standardize=True, not MPEG-7's false (which left them at chance, issue 33)
+        assert cfg.dataset.standardize is False and got["standardize"] is True
         assert got == expected
         return
     cfg = _compose(["verbose=false"])
