@@ -110,6 +110,10 @@ class CompileCounter:
         ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
         return [(name, seconds, times) for name, (seconds, times) in ranked]
 
+    def programs(self, name: str) -> int:
+        """Compilations of the functions whose name contains ``name`` (``"coordinate_ascent"``)."""
+        return sum(name in compiled for compiled in self.names)
+
     def summary(self) -> str:
         """One line: compilations, their seconds and the persistent-cache hits."""
         return (

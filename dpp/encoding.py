@@ -336,11 +336,21 @@ def _blocks(sets: RaggedSets):
 
 
 def _scan_blocks(body, init, sets: RaggedSets):
-    """Adds ``body(block)`` over the packed blocks; padding blocks (no set) are skipped."""
+    """Adds ``body(block)`` over the packed blocks of the weighted likelihood.
+
+    Blocks whose sets all weigh 0 are skipped: padding blocks (no set), and the blocks of
+    held-out sets when the validation part of a fit is weights on the same layout
+    (:func:`dpp.solvers.coordinate_ascent.coordinate_ascent`). Their terms are exact zeros
+    (every term carries its set's weight), so skipping them changes no bit of the sums.
+    """
     zeros = jax.tree.map(jnp.zeros_like, init)
+    slots = sets.packing.slots
 
     def add(acc, block):
-        terms = jax.lax.cond(block[2] > 0, body, lambda _: zeros, block)
+        _, first, count = block
+        index = jnp.minimum(first + slots, sets.num_sets - 1)
+        weighed = jnp.any((slots < count) & (sets.weights[index] > 0))
+        terms = jax.lax.cond(weighed, body, lambda _: zeros, block)
         return jax.tree.map(jnp.add, acc, terms), None
 
     return jax.lax.scan(add, init, _blocks(sets))[0]

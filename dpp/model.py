@@ -9,7 +9,6 @@ experiment layer only talks to this type.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import logging
@@ -26,16 +25,14 @@ from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
 from dpp.pooling import MEAN, Pooling, exponent, make_pooling
-from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
+from dpp.sets import BUCKET_ALIGN, Layout, RaggedSets, bucket_size
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
     FitResult,
     FitSettings,
     coordinate_ascent,
     fit_joint,
-    round_progress,
-    round_seconds,
-    start_round_clock,
+    log_rounds,
 )
 from dpp.splits import holdout_split
 from dpp.units import IDENTITY, Normalizer
@@ -243,6 +240,7 @@ def fit_dpp(
     validation_sets: RaggedSets | None = None,
     round_cap: int | None = None,
     pooling: str = "mean",
+    layout: Layout | None = None,
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
@@ -289,13 +287,19 @@ def fit_dpp(
         pooling: how a set's codes become ``z``: ``mean`` (eq. 2, the paper), ``max`` or
             ``gem`` (a generalised mean whose exponent is learned with the prototypes, from
             ``p = 3``; :mod:`dpp.pooling`). A warm ``start`` brings its own.
+        layout: the least shapes of the padded sets (:meth:`dpp.sets.Layout.covering` of
+            every set that several fits hold: the folds of a selection and its refit, the
+            trials of an experiment), so that those fits run one compiled program. On one
+            device with a full-batch solver, the held-out sets of early stopping are weights
+            on the training layout (:func:`~dpp.solvers.coordinate_ascent.coordinate_ascent`),
+            so the early-stopping fit and its refit are one program in any case.
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
         :func:`fit_status` with its ``status_reason``, ``converged`` (true only for status
         ``converged``), rounds, ``beta_init`` and ``beta`` (feature units) and their ratio, the
         fraction of saturated training codes, per-round inner iterations, accepted steps and
-        line-search failures (and, for a verbose fit, the seconds of each round), and the
+        line-search failures, and the
         solver's wall-clock ``seconds`` (compilation included).
 
     Raises:
@@ -318,26 +322,23 @@ def fit_dpp(
     )
     t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
-    early, cap, skipped = _validation_fraction_cap(
-        solve, params0, train, settings, key, validation_fraction, place
-    )
-    if round_cap is not None:
-        cap = jnp.int32(round_cap)
-    validation = None
-    if validation_sets is not None:
-        validation = _bucketed(normalizer.sets(validation_sets), settings)
-    clock = start_round_clock()
-    if cap is None:  # always an array, so that capped and uncapped fits share one program
-        cap = jnp.int32(settings.max_rounds)
-    padded = place(train)
-    with round_progress(settings.max_rounds) if settings.verbose else contextlib.nullcontext():
-        result = jax.block_until_ready(
-            solve(params0, padded, settings, key, validation=validation, round_cap=cap)
-        )
-    if validation is not None:
-        early = _early_record(result, int(validation_sets.num_sets), source="validation_sets")
-    elif round_cap is not None:
-        early = {"source": "round_cap", "round_cap": int(round_cap)}
+    verbose = settings.verbose  # logged below from the history: one program for both
+    settings = dataclasses.replace(settings, verbose=False)
+    if used_devices == 1 and settings.prototype_solver.full_batch and train.members is None:
+        if validation_sets is not None:
+            validation_sets = normalizer.sets(validation_sets)
+        result, early, skipped, padded = _fit_on_one_layout(
+            solve, params0, train, settings, key, validation_fraction, validation_sets,
+            round_cap, layout,
+        )  # fmt: skip
+    else:  # mini-batch Adam, a device mesh or a shared pool: the held-out sets apart
+        result, early, skipped, padded = _fit_apart(
+            solve, params0, train, settings, key, validation_fraction, validation_sets,
+            round_cap, normalizer, place,
+        )  # fmt: skip
+    result = jax.block_until_ready(result)
+    if verbose:
+        log_rounds(result, "coordinate ascent" if mode == "coordinate_ascent" else "joint fit")
     if not isinstance(padded, RaggedSets):  # replicated over a mesh: to this process's device
         result = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), result)
     seconds = time.perf_counter() - t0
@@ -351,8 +352,108 @@ def fit_dpp(
         devices=used_devices,
         early=early,
         skipped=skipped,
-        per_round=round_seconds(clock),
     )
+
+
+def _fit_on_one_layout(
+    solve, params0, train, settings, key, fraction, validation_sets, round_cap, layout
+):
+    """``(result, early, skipped, layout)``: the fit, its held-out sets weights on one layout.
+
+    Every solver call here takes the same shapes: the training sets, and the held-out ones
+    (early stopping's share or the given ``validation_sets``) after them, padded to a layout
+    that covers both orders (:meth:`dpp.sets.Layout.covering`, raised to ``layout``); the
+    held-out sets weigh 0 in the training weights and the training sets 0 in the validation
+    weights. A fit without early stopping gets validation weights of 0. So the early-stopping
+    fit, its refit, and (given a ``layout`` that covers them) every fold of a selection and
+    the trials of an experiment run one compiled program.
+    """
+    everything = (
+        train if validation_sets is None else RaggedSets.concatenate(train, validation_sets)
+    )
+    if fraction > 0 or validation_sets is not None:  # the sets in two orders share the shapes
+        layout = Layout.covering(everything.set_sizes()).union(layout)
+    cap = jnp.int32(settings.max_rounds if round_cap is None else round_cap)
+    early, skipped = None, None
+    if validation_sets is not None:
+        n, m = train.num_sets, validation_sets.num_sets
+        weights = np.asarray(everything.weights)
+        fit_w, val_w = weights * (np.arange(n + m) < n), weights * (np.arange(n + m) >= n)
+        padded, validation = _two_weightings(everything, fit_w, val_w, layout)
+        result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
+        early = _early_record(result, m, source="validation_sets")
+        return result, early, skipped, padded
+    held_out = int(np.ceil(fraction * train.num_sets))
+    if fraction > 0 and held_out < MIN_VALIDATION_SETS:
+        skipped = _too_few(held_out)
+    elif fraction > 0:
+        seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+        fit_idx, val_idx = holdout_split(np.asarray(train.labels), fraction, seed)
+        ordered = train.subset(np.concatenate([fit_idx, val_idx]))  # the held-out sets last
+        weights = np.asarray(ordered.weights)
+        fit_w = weights * (np.arange(ordered.num_sets) < fit_idx.size)
+        padded, validation = _two_weightings(ordered, fit_w, weights - fit_w, layout)
+        result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
+        record = _early_record(result, int(val_idx.size), source="validation_fraction")
+        early = {"validation_fraction": fraction, **record}
+        cap = jnp.int32(early["best_round"])
+    weights = np.asarray(train.weights)
+    padded, off = _two_weightings(train, weights, np.zeros_like(weights), layout)
+    result = solve(params0, padded, settings, key, validation=off, round_cap=cap)
+    result = result._replace(validation_history=None, best_round=None)  # no validation here
+    if round_cap is not None:
+        early = {"source": "round_cap", "round_cap": int(round_cap)}
+    return result, early, skipped, padded
+
+
+def _two_weightings(sets: RaggedSets, fit_weights, validation_weights, layout):
+    """The sets bucketed (to ``layout`` at least) once, weighted two ways: fit and validation."""
+    padded = sets.bucketed(floor=layout)
+    pad = np.zeros(padded.num_sets - sets.num_sets)
+    return (
+        padded.with_weights(np.concatenate([fit_weights, pad])),
+        padded.with_weights(np.concatenate([validation_weights, pad])),
+    )
+
+
+def _too_few(held_out: int) -> str:
+    """Why early stopping was skipped (logged at INFO)."""
+    skipped = (
+        f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
+        "stopping by tol"
+    )
+    logger.info("%s", skipped)
+    return skipped
+
+
+def _fit_apart(
+    solve, params0, train, settings, key, fraction, validation_sets, round_cap, normalizer, place
+):
+    """``(result, early, skipped, placed sets)``: the fit, its held-out sets apart.
+
+    For mini-batch Adam (which samples sets: held-out sets in its batches would change them), a
+    device mesh and the shared-pool layout: the held-out sets are their own argument, and the
+    early-stopping fit and its refit are two programs.
+    """
+    early, cap, skipped = _validation_fraction_cap(
+        solve, params0, train, settings, key, fraction, place
+    )
+    if round_cap is not None:
+        cap = jnp.int32(round_cap)
+    validation = None
+    if validation_sets is not None:
+        validation = _bucketed(normalizer.sets(validation_sets), settings)
+    if cap is None:  # always an array, so that capped and uncapped fits share one program
+        cap = jnp.int32(settings.max_rounds)
+    padded = place(train)
+    result = jax.block_until_ready(
+        solve(params0, padded, settings, key, validation=validation, round_cap=cap)
+    )
+    if validation is not None:
+        early = _early_record(result, int(validation_sets.num_sets), source="validation_sets")
+    elif round_cap is not None:
+        early = {"source": "round_cap", "round_cap": int(round_cap)}
+    return result, early, skipped, padded
 
 
 def _placement(train: RaggedSets, settings: FitSettings, devices) -> tuple:
@@ -419,12 +520,7 @@ def _validation_fraction_cap(solve, params0, train, settings, key, fraction, pla
     """
     held_out = int(np.ceil(fraction * train.num_sets))
     if fraction > 0 and held_out < MIN_VALIDATION_SETS:
-        skipped = (
-            f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
-            "stopping by tol"
-        )
-        logger.info("%s", skipped)
-        return None, None, skipped
+        return None, None, _too_few(held_out)
     if fraction > 0:
         early = _early_stopping(solve, params0, train, settings, key, fraction, place)
         return early, jnp.int32(early["best_round"]), None
@@ -441,7 +537,6 @@ def finish_fit(
     devices: int = 1,
     early: dict | None = None,
     skipped: str | None = None,
-    per_round: list[float] | None = None,
 ) -> FittedModel:
     """The :class:`FittedModel` of one finished fit: its checks, status and report.
 
@@ -460,7 +555,6 @@ def finish_fit(
         early: the early-stopping record (its ``source``: ``validation_fraction``,
             ``validation_sets`` or ``round_cap``), if any.
         skipped: why early stopping was skipped, if it was.
-        per_round: seconds of each round (verbose fits), else ``None``.
 
     Returns:
         The fitted model (see :func:`fit_dpp` for ``info``).
@@ -501,8 +595,6 @@ def finish_fit(
         "seconds": seconds,
         "steps": diag,
     }
-    if per_round is not None and len(per_round) == rounds:
-        diag["seconds"] = [None, *per_round]  # row 0 (initial Theta-step) is inside round 1
     if early is not None:
         info["early_stopping"] = early
     elif skipped is not None:

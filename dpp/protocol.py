@@ -26,7 +26,7 @@ from dpp.experiment_settings import TrialSettings
 from dpp.init import kmeans_centres
 from dpp.metrics import evaluate
 from dpp.model import FittedModel
-from dpp.sets import RaggedSets
+from dpp.sets import Layout, RaggedSets
 from dpp.splits import block_ids, holdout_split, split_indices
 from dpp.units import Affine
 
@@ -214,6 +214,8 @@ def run_trial(
         estimator = _prepared(primary, seed, units, dataset.anchors is not None)
         fraction = settings.validation["fraction"]
         validation = _held_out_scores(estimator, train_raw, seed, fraction, trial)
+    # every trial's DPP fits (early stopping's and the refit) padded alike: one program a run
+    layout = Layout.covering(dataset.sets.set_sizes(), train_raw.num_sets)
     records, models, estimators = [], {}, {}
     for index, (name, template) in enumerate(settings.methods.items()):
         estimator = _prepared(template, seed, units, dataset.anchors is not None)
@@ -226,7 +228,7 @@ def run_trial(
             estimator.set_params(l2=shared_l2)
         t0 = time.perf_counter()
         try:
-            estimator, l2_info = _fit(estimator, train_raw, settings, folds_groups)
+            estimator, l2_info = _fit(estimator, train_raw, settings, folds_groups, layout)
         except NonFiniteResultError as err:
             raise NonFiniteResultError(f"trial {trial}, method {name}: {err}") from err
         if getattr(estimator, "model_", None) is not None:  # the prototype methods'
@@ -280,22 +282,26 @@ def _split(settings: TrialSettings, dataset: Dataset, seed: int):
     return train_idx, test_idx, groups, split_info
 
 
-def _fit(estimator, train: RaggedSets, settings: TrialSettings, groups) -> tuple[object, dict]:
+def _fit(
+    estimator, train: RaggedSets, settings: TrialSettings, groups, layout: Layout | None = None
+) -> tuple[object, dict]:
     """Fits one method on the training sets: ``(fitted estimator, its selection's record)``.
 
     With ``l2_selection.kind=dpp_cv`` the prototype methods with centres are
     :class:`~dpp.estimators.DPPClassifierCV`'s refitted best; the others fit themselves (with
-    ``groups`` when their own selection takes them). The record is ``{}`` where the method
-    made no choice of ``l2`` here.
+    ``groups`` when their own selection takes them, and the run's ``layout`` when their fit
+    takes one: DPP's). The record is ``{}`` where the method made no choice of ``l2`` here.
     """
     if settings.l2_selection["kind"] == "dpp_cv" and _tuned_by_dpp_cv(estimator):
         estimator.set_params(init="k-means")  # every fold and K runs its own k-means
         estimator, info = _fit_by_cv(estimator, train, settings, groups)
         return estimator, {**info, "cv_score": max(info["l2_cv_scores"])}
-    if groups is not None and "groups" in signature(estimator.fit).parameters:
-        estimator.fit(train, groups=groups)  # its own CV keeps the blocks whole
+    parameters = signature(estimator.fit).parameters
+    extra = {"layout": layout} if layout is not None and "layout" in parameters else {}
+    if groups is not None and "groups" in parameters:
+        estimator.fit(train, groups=groups, **extra)  # its own CV keeps the blocks whole
     else:
-        estimator.fit(train)
+        estimator.fit(train, **extra)
     return estimator, {}
 
 

@@ -112,6 +112,97 @@ def block_length(largest: int, total: int, block_size: int) -> int:
     return block if total > block else max(_power_of_two(total), MIN_BUCKET)
 
 
+class Layout(NamedTuple):
+    """The least shapes :meth:`RaggedSets.bucketed` pads to (0: no floor).
+
+    Fits on different sets share one compiled program only when their bucketed shapes agree:
+    the folds of a selection and its refit, the early-stopping fit and its refit, the trials of
+    an experiment. Padding blocks and memberships change no bit of any result (padding blocks
+    are skipped, padding memberships dropped), so :meth:`covering` raises them to a bound that
+    holds for any order of any subset. ``N``, ``B`` and the sets per block ``S`` set the length
+    of sums, and so the rounding of their floats: they are raised only to what given orders of
+    the sets need (:meth:`of_orders`), never beyond, so a fit gives the same bits with and
+    without a floor whenever its own sets need as much (the refits of the paper's experiments
+    do: ``python scripts/bench.py --table1`` gives the same table).
+
+    Attributes:
+        num_sets: padded ``N`` at least.
+        block: memberships per packed block ``B`` at least.
+        blocks: packed blocks at least.
+        slots: sets per packed block ``S`` at least.
+        memberships: padded ``T`` at least (sets that are not packed).
+    """
+
+    num_sets: int = 0
+    block: int = 0
+    blocks: int = 0
+    slots: int = 0
+    memberships: int = 0
+
+    @classmethod
+    def covering(
+        cls, sizes: np.ndarray, num_sets: int | None = None, block_size: int = BUCKET_ALIGN
+    ) -> Layout:
+        """Blocks and memberships enough for any ``num_sets`` of the sets of ``sizes``.
+
+        ``T`` is at most the sum of the ``num_sets`` largest sizes. The packing puts
+        consecutive sets into a block while they fit (next fit), so two blocks in a row hold
+        more than ``B`` memberships: at most ``2 ceil(T / B) + 1`` blocks in any order, rounded
+        to a power of two as :func:`_pack` rounds them. A generous bound costs memory
+        (``blocks x B x D`` floats), not time. ``N`` is :func:`sets_bucket` of ``num_sets``;
+        ``B`` and ``S`` are left to the sets (0).
+
+        Args:
+            sizes: ``[M]`` vectors of each set a fit may hold (e.g. every set of a dataset).
+            num_sets: the most sets one fit holds (default ``M``).
+            block_size: as :meth:`RaggedSets.bucketed`.
+
+        Returns:
+            The :class:`Layout`.
+        """
+        sizes = np.sort(np.asarray(sizes, np.int64))
+        count = sizes.size if num_sets is None else min(int(num_sets), sizes.size)
+        total = int(sizes[sizes.size - count :].sum())
+        block = block_length(int(sizes[-1]), total, block_size)
+        return cls(
+            num_sets=sets_bucket(count),
+            blocks=_power_of_two(2 * -(-total // block) + 1),
+            memberships=bucket_size(total, BUCKET_ALIGN),
+        )
+
+    @classmethod
+    def of_orders(cls, orders: Sequence[np.ndarray], block_size: int = BUCKET_ALIGN) -> Layout:
+        """The least layout that holds each given order of sets as it is bucketed alone.
+
+        Args:
+            orders: ``[N_i]`` sizes of the sets of each fit, in the order the fit holds them.
+            block_size: as :meth:`RaggedSets.bucketed`.
+
+        Returns:
+            The :class:`Layout`: the largest ``N``, ``B``, blocks, ``S`` and ``T`` of the
+            orders.
+        """
+        layout = cls()
+        for sizes in orders:
+            sizes = np.asarray(sizes, np.int64)
+            num_sets = sets_bucket(sizes.size)
+            memberships = bucket_size(int(sizes.sum()), BUCKET_ALIGN)
+            if sizes.max() > MAX_PACKED_SET:
+                layout = layout.union(cls(num_sets=num_sets, memberships=memberships))
+                continue
+            block = block_length(int(sizes.max()), int(sizes.sum()), block_size)
+            packing = _pack(sizes, num_sets, block)
+            own = cls(num_sets, block, packing.start.shape[0], packing.slots.shape[0], memberships)
+            layout = layout.union(own)
+        return layout
+
+    def union(self, other: Layout | None) -> Layout:
+        """The least layout that covers both (``None`` covers nothing)."""
+        if other is None:
+            return self
+        return Layout(*(max(a, b) for a, b in zip(self, other, strict=True)))
+
+
 def _pack(
     sizes: np.ndarray, num_sets: int, block: int, min_blocks: int = 1, min_slots: int = 1
 ) -> Packing:
@@ -542,7 +633,7 @@ class RaggedSets:
         )
         return RaggedSets(vectors, set_ids, labels, weights, members, num_sets)
 
-    def bucketed(self, block_size: int = BUCKET_ALIGN) -> RaggedSets:
+    def bucketed(self, block_size: int = BUCKET_ALIGN, floor: Layout | None = None) -> RaggedSets:
         """The sets padded (:meth:`padded`) to bucketed sizes, with a :class:`Packing` if possible.
 
         Sets of similar sizes (the folds of a cross-validation, the trials of an experiment)
@@ -550,22 +641,78 @@ class RaggedSets:
         :func:`sets_bucket`. In the disjoint layout, when no set has more than
         :data:`MAX_PACKED_SET` vectors, the sets are packed into blocks of whole sets and ``T``
         is padded to the packing's ``blocks x B`` (a power of two times ``B``); otherwise
-        ``T`` and the pool ``U`` go to their :func:`bucket_size`.
+        ``T`` and the pool ``U`` go to their :func:`bucket_size`. With a ``floor``
+        (:meth:`Layout.covering` of every set that any of several fits holds) no shape is
+        smaller than it, so those fits share one shape for certain.
 
         Args:
             block_size: memberships per block of the packing (raised to the largest set's
                 bucket, lowered to the padded ``T``).
+            floor: the least shapes (default: none).
         """
         if self.packing is not None:
             return self
-        num_sets = sets_bucket(self.num_sets)
+        floor = Layout() if floor is None else floor
+        num_sets = max(sets_bucket(self.num_sets), floor.num_sets)
         sizes = self.set_sizes()
         if self.members is None and sizes.max() <= MAX_PACKED_SET:
-            packing = _pack(sizes, num_sets, block_length(sizes.max(), sizes.sum(), block_size))
+            block = max(block_length(sizes.max(), sizes.sum(), block_size), floor.block)
+            packing = _pack(sizes, num_sets, block, floor.blocks, floor.slots)
             rows = packing.start.shape[0] * packing.rows.shape[0]
             return dataclasses.replace(self.padded(num_sets, rows), packing=packing)
         pool = None if self.members is None else bucket_size(self.vectors.shape[0], BUCKET_ALIGN)
-        return self.padded(num_sets, bucket_size(self.num_memberships, BUCKET_ALIGN), pool)
+        memberships = max(bucket_size(self.num_memberships, BUCKET_ALIGN), floor.memberships)
+        return self.padded(num_sets, memberships, pool)
+
+    def with_weights(self, weights) -> RaggedSets:
+        """A copy with the ``[N]`` per-set weights replaced (same layout, same shapes).
+
+        Raises:
+            ValueError: weights of another shape, negative or not finite.
+        """
+        weights = np.asarray(weights, dtype=np.asarray(self.weights).dtype)
+        if weights.shape != (self.num_sets,):
+            raise ValueError(f"weights must be [{self.num_sets}], got {weights.shape}")
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError("weights must be finite and >= 0")
+        return dataclasses.replace(self, weights=jnp.asarray(weights))
+
+    @staticmethod
+    def concatenate(first: RaggedSets, second: RaggedSets) -> RaggedSets:
+        """The sets of ``first`` followed by those of ``second`` (disjoint layout, unpadded).
+
+        Raises:
+            ValueError: for the shared-pool layout, padded or packed sets, or sets of other
+                dimensions or label widths.
+        """
+        for sets in (first, second):
+            if sets.members is not None or sets.packing is not None:
+                raise ValueError("concatenate takes unpadded sets of the disjoint layout")
+        if first.dim != second.dim or (first.labels is None) != (second.labels is None):
+            raise ValueError("concatenate: the sets differ in dimension or labels")
+        if first.labels is not None and first.num_classes != second.num_classes:
+            raise ValueError("concatenate: the sets differ in their number of classes")
+        labels = None
+        if first.labels is not None:
+            labels = jnp.asarray(
+                np.concatenate([np.asarray(first.labels), np.asarray(second.labels)])
+            )
+        return dataclasses.replace(
+            first,
+            vectors=jnp.asarray(
+                np.concatenate([np.asarray(first.vectors), np.asarray(second.vectors)])
+            ),
+            set_ids=jnp.asarray(
+                np.concatenate(
+                    [np.asarray(first.set_ids), np.asarray(second.set_ids) + first.num_sets]
+                ).astype(np.int32)
+            ),
+            labels=labels,
+            weights=jnp.asarray(
+                np.concatenate([np.asarray(first.weights), np.asarray(second.weights)])
+            ),
+            num_sets=first.num_sets + second.num_sets,
+        )
 
     def with_vectors(self, vectors: np.ndarray) -> RaggedSets:
         """Returns a copy with the ``[U, D']`` vectors replaced (e.g. standardised or projected).

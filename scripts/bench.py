@@ -17,13 +17,16 @@ fit's time goes; and the arithmetic floor of the 60 fold fits: their (mu, beta) 
 one value and gradient, and times an ideal batched pass (every member's two contractions as one
 wide matmul, members in lockstep).
 
-``--select``: ``DPPClassifierCV`` over K in {8, 16, 32, 64} x 6 lambdas, 5 folds, on 100
-generated bags of 2-40 instances in 166 dimensions (shaped like a multiple-instance benchmark),
-for the standard prototype (its folds' Theta-steps batched) and for DPP; each beside the same
-fold fits one by one in the same run, for the ratio.
+``--select``: ``DPPClassifierCV`` over K in {8, 16, 32, 64} x 6 lambdas (mean pooling), 5 folds,
+on 100 generated bags of 2-40 instances in 166 dimensions (shaped like a multiple-instance
+benchmark), for the standard prototype (its folds' Theta-steps batched) and for DPP; each beside
+the same fold fits one by one in the same run, for the ratio.
 
 ``--table1``: ``python experiments/run.py experiment=table1_mpeg7`` (5 trials) in this process
 with an empty compilation cache: wall time, accuracies and compilations.
+
+``--peer``: a cold ``DPPClassifierCV()`` on 150 generated two-class sets of 2-40 vectors in 30-D
+beside ``AttentionMILClassifier()`` trained once on them, in the same process: the ratio.
 
 ``--stopping``: rounds, fit seconds (compiled), held-out log-likelihood and accuracy of DPP
 under several stopping rules, on generated problems.
@@ -243,8 +246,8 @@ def cross_validation(args) -> None:
     for name, seconds, times in counter.slowest():
         print(f"  {name}: {seconds:.1f} s in {times} compilation(s)")
     print(
-        f"wall {wall:.1f} s ({wall / 61:.2f} s per fit) (target <= 45 s): "
-        f"{'met' if wall <= 45 else 'NOT met'}"
+        f"wall {wall:.1f} s ({wall / 61:.2f} s per fit) (target <= 15 s): "
+        f"{'met' if wall <= 15 else 'NOT met'}"
     )
     eval_s = _fit_cost(data.sets, search.best_params_["l2"])
     _batched_floor(data.sets, iterations, eval_s)
@@ -329,7 +332,9 @@ def select(args) -> None:
     ):
         walls = []
         for attempt in range(2 if again else 1):
-            search = DPPClassifierCV(base, l2s=l2s, n_prototypes=ks, cv=5, max_extensions=0)
+            search = DPPClassifierCV(  # the paper's mean pooling: the fits one by one use it
+                base, l2s=l2s, n_prototypes=ks, pooling=("mean",), cv=5, max_extensions=0
+            )
             start = time.perf_counter()
             with CompileCounter() as counter:
                 search.fit(sets)
@@ -350,7 +355,44 @@ def select(args) -> None:
                     f"(mean fold score {mean:.4f}); ratio {sequential / walls[-1]:.2f}"
                 )
     wall = walls[0]
-    print(f"DPP selection wall {wall:.1f} s (target <= 20 s): {'met' if wall <= 20 else 'NOT met'}")
+    print(f"DPP selection wall {wall:.1f} s (target <= 30 s): {'met' if wall <= 30 else 'NOT met'}")
+
+
+def peer(args) -> None:
+    """A cold ``DPPClassifierCV()`` beside ``AttentionMILClassifier()`` trained once, one process.
+
+    150 generated two-class sets of 2-40 vectors in 30-D (a multiple-instance problem), the
+    estimators' defaults; both cold (nothing compiled before), the selection first.
+    """
+    from dpp import AttentionMILClassifier, DPPClassifierCV
+    from dpp.compilation import CompileCounter
+    from dpp.datasets.generated import make_generated
+
+    sets = make_generated(num_sets=150, dim=30, min_size=2, max_size=40, seed=args.seed).sets
+    sizes = sets.set_sizes()
+    print(
+        f"problem: {sets.num_sets} two-class sets of {sizes.min()}-{sizes.max()} vectors "
+        f"(T = {sizes.sum()}) in D = {sets.dim}; defaults, persistent compilation cache off"
+    )
+    walls = {}
+    for name, est in (
+        ("DPPClassifierCV()", DPPClassifierCV()),
+        ("AttentionMILClassifier()", AttentionMILClassifier(random_state=0)),
+    ):
+        start = time.perf_counter()
+        with CompileCounter() as counter:
+            est.fit(sets)
+        walls[name] = time.perf_counter() - start
+        programs = counter.programs("coordinate_ascent")
+        print(
+            f"{name}: {walls[name]:.1f} s ({counter.summary()}; coordinate_ascent programs "
+            f"{programs})"
+        )
+    ratio = walls["DPPClassifierCV()"] / walls["AttentionMILClassifier()"]
+    print(
+        f"DPPClassifierCV / AttentionMILClassifier = {ratio:.2f} (target <= 1): "
+        f"{'met' if ratio <= 1 else 'NOT met'}"
+    )
 
 
 def _fit_cost(sets: RaggedSets, l2: float) -> float:
@@ -439,10 +481,15 @@ def table1(args) -> None:
 
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
-        overrides = ["experiment=table1_mpeg7", f"compilation_cache={tmp}/jax"]
+        overrides = [
+            "experiment=table1_mpeg7",
+            "~baselines.attention_mil",  # the networks take 5-6 min a fit on a CPU: not timed here
+            "~baselines.deep_sets",
+            f"compilation_cache={tmp}/jax",
+        ]
         with initialize_config_dir(config_dir=str(root / "configs"), version_base="1.3"):
             cfg = compose("config", overrides=overrides)
-        print(f"Table 1: {' '.join(overrides[:1])}, compilation cache empty ({tmp}/jax)")
+        print(f"Table 1: {' '.join(overrides[:3])}, compilation cache empty ({tmp}/jax)")
         start = time.perf_counter()
         with CompileCounter() as counter:
             results = run(cfg, output_dir=Path(tmp) / "run")
@@ -454,10 +501,12 @@ def table1(args) -> None:
             f"test log-lik {loglik['mean']:.4f}"
         )
     print("(paper: DPP 85.49 +- 1.43 %, standard 82.20 +- 0.98 %)")
+    programs = counter.programs("coordinate_ascent")
+    print(f"coordinate_ascent programs compiled: {programs} (target 1)")
     print(f"compilation: {counter.summary()}; slowest:")
     for name, seconds, times in counter.slowest():
         print(f"  {name}: {seconds:.1f} s in {times} compilation(s)")
-    print(f"wall {wall:.1f} s (target <= 150 s): {'met' if wall <= 150 else 'NOT met'}")
+    print(f"wall {wall:.1f} s (target <= 100 s): {'met' if wall <= 100 else 'NOT met'}")
 
 
 def _scale_one(args) -> None:
@@ -568,6 +617,7 @@ def main() -> None:
     parser.add_argument("--cv", action="store_true", help="GridSearchCV over 6 lambdas, cv=10")
     parser.add_argument("--table1", action="store_true", help="Table 1 (5 trials), cold cache")
     parser.add_argument("--select", action="store_true", help="DPPClassifierCV over 4 K x 6 l2")
+    parser.add_argument("--peer", action="store_true", help="DPPClassifierCV vs attention MIL")
     parser.add_argument("--stopping", action="store_true", help="cost of the stopping rules")
     parser.add_argument("--scale", action="store_true", help="T = 1e5, 1e6, 1e7: time, memory")
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6, 1e7])
@@ -587,6 +637,8 @@ def main() -> None:
         table1(args)
     elif args.select:
         select(args)
+    elif args.peer:
+        peer(args)
     elif args.stopping:
         stopping(args)
     elif args.scale_one is not None:

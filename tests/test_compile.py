@@ -12,7 +12,7 @@ from dpp.compilation import CompileCounter
 from dpp.datasets.generated import make_generated
 from dpp.encoding import encode_hard, encode_soft
 from dpp.likelihood import Params, mean_log_likelihood, objective
-from dpp.sets import bucket_size, real_sets, sets_bucket
+from dpp.sets import Layout, RaggedSets, bucket_size, real_sets, sets_bucket
 
 
 def _params(rng, k, d, c, per_prototype, scale=1.0, offset=0.0):
@@ -166,3 +166,117 @@ def test_packed_blocks_hold_whole_sets_in_sorted_unclamped_slices(min_size, max_
         local = np.where((local >= 0) & (local < c), local, slots)
         assert local[0] == 0 and np.all(np.diff(local) >= 0)
         assert np.array_equal(np.unique(local[local < slots]), np.arange(c))
+
+
+# ------------------------------------------------------------- one program for a whole selection
+def _sizes_sets(sizes, rng, dim=3, classes=2):
+    vectors = [rng.normal(size=(int(m), dim)).astype(np.float32) for m in sizes]
+    labels = np.eye(classes, dtype=np.float32)[rng.integers(0, classes, len(sizes))]
+    return RaggedSets.from_list(vectors, labels)
+
+
+def _shapes(sets):
+    return jax.tree.map(lambda a: a.shape, sets)
+
+
+@pytest.mark.parametrize(("low", "high", "block_size"), [(1, 40, 64), (30, 300, 2048), (1, 9, 16)])
+def test_a_covering_layout_gives_any_order_of_any_subset_its_blocks(rng, low, high, block_size):
+    """Blocks and T are floored for any order of any subset of the sets (padding blocks are
+    skipped, so that floor is exact); N, B and S only to what given orders need."""
+    sizes = rng.integers(low, high + 1, size=300)
+    cover = Layout.covering(sizes, 200, block_size)
+    for _ in range(25):
+        chosen = rng.choice(sizes, size=int(rng.integers(100, 201)), replace=False)
+        sets = _sizes_sets(chosen, rng).bucketed(block_size, floor=cover)
+        assert sets.packing.start.shape[0] == cover.blocks  # never more blocks than the bound
+        own = Layout.of_orders([chosen], block_size)
+        assert sets.num_sets == max(own.num_sets, cover.num_sets)
+        assert sets.packing.slots.shape[0] == own.slots  # S left to the sets
+    orders = [rng.permutation(sizes[:200]) for _ in range(5)]
+    floor = cover.union(Layout.of_orders(orders, block_size))
+    shapes = {str(_shapes(_sizes_sets(o, rng).bucketed(block_size, floor=floor))) for o in orders}
+    assert len(shapes) == 1
+
+
+def test_raising_the_blocks_changes_no_bit_of_a_fit():
+    """A floor of padding blocks (the bound of Layout.covering) leaves every bit of a fit as
+    it is: the Table 1 refits of an experiment stay what they were."""
+    from dpp.model import fit_dpp
+    from dpp.solvers.coordinate_ascent import FitSettings
+
+    data = make_generated(num_sets=70, dim=4, min_size=3, max_size=30, seed=3)
+    centres = np.asarray(data.sets.vectors)[:5]
+    settings = FitSettings(max_rounds=2)
+    key = jax.random.key(0)
+    plain = fit_dpp(data.sets, centres, settings, key)
+    floored = fit_dpp(data.sets, centres, settings, key, layout=Layout(blocks=64, memberships=4))
+    np.testing.assert_array_equal(plain.history, floored.history)
+    np.testing.assert_array_equal(np.asarray(plain.mu), np.asarray(floored.mu))
+
+
+def test_held_out_sets_as_weights_on_the_training_layout_equal_held_out_sets_apart(x64):
+    """Early stopping's held-out sets as weights on the training layout (one program for the
+    fit and its refit) give the fit on the other sets, scored on them, as before."""
+    from dpp.init import init_log_beta
+    from dpp.solvers.coordinate_ascent import FitSettings, coordinate_ascent
+
+    data = make_generated(num_sets=60, dim=3, min_size=2, max_size=12, seed=5, dtype=np.float64)
+    sets = data.sets
+    fit_idx, val_idx = np.arange(45), np.arange(45, 60)
+    fit_part, val_part = sets.subset(fit_idx), sets.subset(val_idx)
+    centres = np.asarray(sets.vectors)[:4]
+    params0 = Params(
+        jnp.asarray(centres),
+        init_log_beta(np.asarray(fit_part.vectors), centres, 1.0, False, dtype=np.float64),
+        jnp.zeros((4, 2)),
+    )
+    settings, key = FitSettings(max_rounds=4, patience=4, tol=0.0), jax.random.key(0)
+    apart = coordinate_ascent(
+        params0, fit_part.bucketed(), settings, key, validation=val_part.bucketed()
+    )
+    layout = sets.bucketed()
+    w = np.asarray(layout.weights)
+    held = np.isin(np.arange(layout.num_sets), val_idx)
+    one = coordinate_ascent(
+        params0,
+        layout.with_weights(w * ~held),
+        settings,
+        key,
+        validation=layout.with_weights(w * held),
+    )
+    np.testing.assert_allclose(one.history, apart.history, rtol=1e-9)
+    np.testing.assert_allclose(one.validation_history, apart.validation_history, rtol=1e-9)
+    assert int(one.best_round) == int(apart.best_round)
+    # validation weights of 0: no early stopping, the plain fit, in the same program
+    off = coordinate_ascent(
+        params0, layout, settings, key, validation=layout.with_weights(np.zeros(w.size))
+    )
+    plain = coordinate_ascent(params0, layout, settings, key)
+    np.testing.assert_array_equal(off.history, plain.history)
+    assert int(off.best_round) == int(off.num_rounds) == int(plain.num_rounds)
+
+
+@pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
+def test_a_selection_and_its_refit_run_one_coordinate_ascent_program(caplog):
+    """Every fold of a DPPClassifierCV candidate group (its held-out sets as weights) and the
+    refit share one compiled program; so do a verbose and a quiet fit, and the verbose one
+    logs its rounds from the returned history."""
+    import logging
+
+    from dpp import DPPClassifierCV
+
+    data = make_generated(num_sets=57, dim=11, min_size=2, max_size=17, seed=8)
+    base = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0)
+    with CompileCounter() as counter:
+        DPPClassifierCV(base, l2s=(0.1, 1.0), pooling=("mean",), cv=3, max_extensions=0).fit(
+            data.sets
+        )
+    assert counter.programs("coordinate_ascent") == 1, counter.names
+    quiet = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0).fit(data.sets)
+    with CompileCounter() as counter, caplog.at_level(logging.INFO, "dpp.solvers"):
+        fitted = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0, verbose=True)
+        fitted.fit(data.sets)
+    assert counter.programs("coordinate_ascent") == 0, counter.names
+    np.testing.assert_array_equal(fitted.model_.history, quiet.model_.history)
+    rounds = [r for r in caplog.records if "coordinate ascent round" in r.getMessage()]
+    assert len(rounds) == fitted.fit_info_["rounds"] > 0

@@ -19,7 +19,7 @@ from dpp.estimators.dpp import DPPClassifier
 from dpp.metrics import weighted_score
 from dpp.pooling import POOLINGS
 from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
-from dpp.sets import RaggedSets
+from dpp.sets import Layout, RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import fit_classifier_paths
 
@@ -208,9 +208,9 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.best_rounds_ = search.rounds.get(best_key) if by_round else None
         self.best_estimator_ = clone(base).set_params(**best_key[0].params(), l2=best_key[1])
         if self.best_rounds_ is not None:
-            self.best_estimator_.fit(sets, round_cap=self.best_rounds_)
+            self.best_estimator_.fit(sets, round_cap=self.best_rounds_, **search.fit_params)
         else:
-            self.best_estimator_.fit(sets)
+            self.best_estimator_.fit(sets, **search.fit_params)
         self.best_estimator_.classes_ = classes
         self.classes_ = classes
         self.n_features_in_ = self.best_estimator_.n_features_in_
@@ -384,6 +384,15 @@ class _Search:
         #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_info_["status"]``)
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
+        #: DPP's folds (their held-out sets after the fitted ones) and the refit padded to one
+        #: layout, so that each candidate group runs one compiled coordinate-ascent program
+        self.fit_params = {}
+        if isinstance(base, DPPClassifier):  # every fold's order: fitted sets, then held out
+            sizes = sets.set_sizes()
+            orders = [sizes] + [
+                np.concatenate([sizes[np.sort(i)], sizes[np.sort(j)]]) for i, j in folds
+            ]
+            self.fit_params = {"layout": Layout.covering(sizes).union(Layout.of_orders(orders))}
 
     def cross_validate(self, group: Group, path: list[float], warm: bool) -> None:
         """Scores ``(group, l2)`` for each l2 of ``path`` (strongest first) in every fold.
@@ -412,11 +421,11 @@ class _Search:
                 t0 = time.perf_counter()
                 est.set_params(l2=float(l2 * self.shrink[f]))
                 if by_round:
-                    est.fit(part, validation_sets=held)
+                    est.fit(part, validation_sets=held, **self.fit_params)
                     by_fold.append(((k, l2), _scores_by_round(est)))
                     self._status(k, l2, f, est.fit_info_.get("status"))
                 else:
-                    est.fit(part)
+                    est.fit(part, **self.fit_params)
                     self._status(k, l2, f, est.fit_info_.get("status"))
                     score = weighted_score(
                         est.predict_log_proba(held), held.labels, held.weights, self.scoring

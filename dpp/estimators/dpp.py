@@ -203,7 +203,7 @@ class DPPClassifier(PrototypeClassifier):
             verbose=bool(self.verbose),
         )
 
-    def fit(self, X, y=None, sample_weight=None, validation_sets=None, round_cap=None):
+    def fit(self, X, y=None, sample_weight=None, validation_sets=None, round_cap=None, layout=None):
         """Fits the model on training sets (see :meth:`PrototypeClassifier.fit`).
 
         Args:
@@ -220,6 +220,11 @@ class DPPClassifier(PrototypeClassifier):
             round_cap: a number of rounds chosen on held-out sets (what
                 :class:`DPPClassifierCV` passes): at most this many rounds, and a fit that
                 stops there is ``early_stopped``. At most ``max_rounds``.
+            layout: a :class:`~dpp.sets.Layout` the padded sets are at least as large as
+                (:meth:`~dpp.sets.Layout.covering` of every set that several fits hold), so
+                that those fits run one compiled program: :class:`DPPClassifierCV` gives its
+                folds and refit one, and an experiment its trials. It changes shapes only, not
+                the fit (ignored with an ``embedding``).
 
         Returns:
             ``self``.
@@ -234,10 +239,17 @@ class DPPClassifier(PrototypeClassifier):
                 "validation_sets must be a labelled RaggedSets (e.g. sets.subset(indices)), got "
                 f"{type(validation_sets).__name__}"
             )
-        return self._fit(X, y, sample_weight, validation_sets=validation_sets, round_cap=round_cap)
+        return self._fit(
+            X,
+            y,
+            sample_weight,
+            validation_sets=validation_sets,
+            round_cap=round_cap,
+            layout=layout,
+        )
 
     def _fit_model(
-        self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None
+        self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None, layout=None
     ) -> FittedModel:
         if self.embedding is not None:
             if validation_sets is not None or round_cap is not None:
@@ -270,6 +282,7 @@ class DPPClassifier(PrototypeClassifier):
             validation_sets=validation_sets,
             round_cap=None if round_cap is None else int(round_cap),
             pooling=self.pooling,
+            layout=layout,
         )
 
     # ------------------------------------------------------------------ DPP on an embedding

@@ -29,19 +29,16 @@ value reuses the compiled program; only shapes, iteration caps and solver kinds 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
-import time
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
-from tqdm.auto import tqdm
 
-from dpp.encoding import LOG_BETA_MAX, encode_soft
+from dpp.encoding import LOG_BETA_MAX, encode_soft, packed_log_likelihood
 from dpp.hyper import is_concrete, settings_pytree
 from dpp.likelihood import (
     NO_PRIOR,
@@ -81,7 +78,10 @@ class FitSettings:
             factor up or down (a smooth trust region on ``log beta``; > 1).
         patience: with early stopping, stop after this many rounds without a better validation
             log-likelihood.
-        verbose: log ``L`` and ``beta`` after every round.
+        verbose: log ``L`` and ``beta`` of every round (:func:`dpp.model.fit_dpp` does, from the
+            returned history, by :func:`log_rounds`; the compiled solver never calls the host,
+            and :func:`dpp.model.fit_dpp` hands it ``verbose=False``, so verbose and quiet fits
+            run one program).
     """
 
     l2: float = 1e-2
@@ -457,64 +457,30 @@ def _accept(candidate: Params, current: Params, current_value, sets, settings: F
     return chosen, jnp.where(better, value, current_value), better
 
 
-#: Host clock readings ``(round, perf_counter)`` appended at the end of every round of a verbose
-#: fit, for the per-round seconds of :func:`round_seconds`; cleared by :func:`start_round_clock`.
-#: (A host callback puts a pointer into the compiled program, which then cannot be stored in
-#: JAX's persistent compilation cache, so quiet fits do without it.)
-_ROUND_CLOCK: list[tuple[int, float]] = []
+def log_rounds(result: FitResult, name: str = "coordinate ascent") -> None:
+    """Logs ``L``, ``beta`` and the relative change of every round of a finished fit (INFO).
 
+    The round log of a verbose fit, read from the returned history after the fit: a host
+    callback inside the round loop would put a pointer into the compiled program, which then
+    cannot be stored in JAX's persistent compilation cache, and would make verbose and quiet
+    fits two programs.
 
-def _tick(round_) -> None:
-    _ROUND_CLOCK.append((int(round_), time.perf_counter()))
-
-
-def start_round_clock() -> float:
-    """Clears the round clock and returns the start time (host ``perf_counter``)."""
-    _ROUND_CLOCK.clear()
-    return time.perf_counter()
-
-
-def round_seconds(start: float) -> list[float]:
-    """Wall-clock seconds of each round since :func:`start_round_clock`.
-
-    Compilation and the initial Theta-step count in the first round.
+    Args:
+        result: a fit's :class:`FitResult`.
+        name: the learner named in each line.
     """
-    times = [start] + [t for _, t in sorted(_ROUND_CLOCK)]
-    return [b - a for a, b in zip(times[:-1], times[1:], strict=True)]
-
-
-#: The tqdm bar a verbose fit's rounds advance (set by :func:`round_progress`), else ``None``.
-_ROUND_BAR: list = [None]
-
-
-@contextlib.contextmanager
-def round_progress(total: int, desc: str = "coordinate ascent"):
-    """A tqdm bar over the rounds of the verbose fits run inside the block.
-
-    Rounds run inside ``lax.while_loop``; a verbose fit's host callback advances the bar (shown
-    only on a terminal: ``disable=None``). Quiet fits have no callback and leave it still.
-    """
-    bar = tqdm(total=total, desc=desc, unit="round", disable=None, leave=False)
-    _ROUND_BAR[0] = bar
-    try:
-        yield bar
-    finally:
-        _ROUND_BAR[0] = None
-        bar.close()
-
-
-def _log_round(round_, value, beta, rel_change):
-    bar = _ROUND_BAR[0]
-    if bar is not None:
-        bar.update(int(round_) - bar.n)
-        bar.set_postfix(L=f"{float(value):.6g}", beta=f"{float(beta):.4g}", refresh=False)
-    logger.info(
-        "coordinate ascent round %3d  L = %.6g  beta = %.4g  rel. change = %.3g",
-        int(round_),
-        float(value),
-        float(beta),
-        float(rel_change),
-    )
+    history = np.asarray(result.history, np.float64)
+    beta = np.exp(np.asarray(result.diagnostics.log_beta, np.float64))
+    for round_ in range(1, int(result.num_rounds) + 1):
+        previous, value = history[round_ - 1], history[round_]
+        logger.info(
+            "%s round %3d  L = %.6g  beta = %.4g  rel. change = %.3g",
+            name,
+            round_,
+            value,
+            beta[round_],
+            (value - previous) / max(abs(previous), 1e-30),
+        )
 
 
 @jax.jit
@@ -536,12 +502,19 @@ def coordinate_ascent(
     round are returned, and the loop stops once ``settings.patience`` rounds in a row have not
     improved it (early stopping).
 
+    The validation sets may be the training layout itself with other weights: ``sets`` weighs
+    the held-out sets 0 and ``validation`` weighs only them (blocks of sets weighted 0 are
+    skipped, so neither pass pays for the other's sets). Validation sets of zero total weight
+    turn early stopping off, so a refit on every set (held-out weights 0 and training weights
+    restored) runs the same compiled program as the fit that chose its rounds.
+
     Args:
         params0: initial parameters, typically k-means centres and :func:`dpp.init.init_log_beta`.
         sets: training sets.
         settings: solver settings (a pytree: continuous values traced, caps static).
         key: PRNG key for mini-batch solvers.
-        validation: optional validation sets for early stopping.
+        validation: optional validation sets for early stopping (of zero total weight: none,
+            in the same program).
         round_cap: optional traced int32 number of rounds at most (``<= max_rounds``), e.g. the
             best round found by early stopping; changing it does not recompile.
 
@@ -629,10 +602,21 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
         log_beta=jnp.zeros(rows, value.dtype).at[0].set(jnp.mean(params.log_beta)),
     )
 
+    # validation sets of zero total weight (a refit that shares the early-stopping fit's
+    # program) turn early stopping off: no score, no patience, the last round returned
+    has_val = None if validation is None else jnp.sum(validation.weights) > 0
+    nan = jnp.array(jnp.nan, value.dtype)
+
+    def score(params):
+        if validation.packing is not None:  # blocks of sets weighted 0 are skipped
+            total = packed_log_likelihood(validation, *params)
+            return (total / jnp.sum(validation.weights)).astype(value.dtype)
+        return mean_log_likelihood(params, validation, weighted=True).astype(value.dtype)
+
     def validate(params):
         if validation is None:
-            return jnp.array(jnp.nan, value.dtype)
-        return mean_log_likelihood(params, validation, weighted=True).astype(value.dtype)
+            return nan
+        return jax.lax.cond(has_val, score, lambda _: nan, params)
 
     def trace(x0):
         return jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(x0)
@@ -642,7 +626,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     def keep_going(s: _RoundState):
         going = (s.round < cap) & ~s.converged
         if validation is not None:
-            going = going & (s.round - s.best_round < settings.patience)
+            going = going & (~has_val | (s.round - s.best_round < settings.patience))
         return going
 
     def one_round(s: _RoundState) -> _RoundState:
@@ -678,11 +662,6 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
             best = jax.tree.map(
                 lambda new, old: jnp.where(improved, new, old), (params, val, round_), best
             )
-        if settings.verbose:  # host callbacks keep the program out of the persistent cache
-            jax.debug.callback(
-                _log_round, round_, value, jnp.mean(jnp.exp(params.log_beta)), rel_change
-            )
-            jax.debug.callback(_tick, round_)  # unordered: ordered effects refuse meshes
         return _RoundState(
             params,
             value,
@@ -702,7 +681,8 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     end = jax.lax.while_loop(keep_going, one_round, start)
     if validation is None:
         return FitResult(end.params, end.history, end.round, end.converged, end.diag)
+    params = jax.tree.map(lambda b, e: jnp.where(has_val, b, e), end.best_params, end.params)
+    best_round = jnp.where(has_val, end.best_round, end.round)
     return FitResult(
-        end.best_params, end.history, end.round, end.converged, end.diag, end.val_history,
-        end.best_round,
-    )  # fmt: skip
+        params, end.history, end.round, end.converged, end.diag, end.val_history, best_round
+    )
