@@ -287,9 +287,10 @@ def fit_dpp(
         pooling: how a set's codes become ``z``: ``mean`` (eq. 2, the paper), ``max`` or
             ``gem`` (a generalised mean whose exponent is learned with the prototypes, from
             ``p = 3``; :mod:`dpp.pooling`). A warm ``start`` brings its own.
-        layout: the least shapes of the padded sets (:meth:`dpp.sets.Layout.covering` of
-            every set that several fits hold: the folds of a selection and its refit, the
-            trials of an experiment), so that those fits run one compiled program. On one
+        layout: the least shapes of the padded sets (:class:`dpp.sets.Layout`: its
+            ``covering`` of every set that several fits hold, raised to the ``of_orders`` of
+            their orders: the folds of a selection and its refit, the trials of an
+            experiment), so that those fits run one compiled program. On one
             device with a full-batch solver, the held-out sets of early stopping are weights
             on the training layout (:func:`~dpp.solvers.coordinate_ascent.coordinate_ascent`),
             so the early-stopping fit and its refit are one program in any case.
@@ -358,11 +359,11 @@ def fit_dpp(
 def _fit_on_one_layout(
     solve, params0, train, settings, key, fraction, validation_sets, round_cap, layout
 ):
-    """``(result, early, skipped, layout)``: the fit, its held-out sets weights on one layout.
+    """``(result, early, skipped, padded sets)``: the fit, held-out sets as weights on one layout.
 
     Every solver call here takes the same shapes: the training sets, and the held-out ones
     (early stopping's share or the given ``validation_sets``) after them, padded to a layout
-    that covers both orders (:meth:`dpp.sets.Layout.covering`, raised to ``layout``); the
+    that holds both orders (:meth:`dpp.sets.Layout.of_orders`, raised to ``layout``); the
     held-out sets weigh 0 in the training weights and the training sets 0 in the validation
     weights. A fit without early stopping gets validation weights of 0. So the early-stopping
     fit, its refit, and (given a ``layout`` that covers them) every fold of a selection and
@@ -371,12 +372,11 @@ def _fit_on_one_layout(
     everything = (
         train if validation_sets is None else RaggedSets.concatenate(train, validation_sets)
     )
-    if fraction > 0 or validation_sets is not None:  # the sets in two orders share the shapes
-        layout = Layout.covering(everything.set_sizes()).union(layout)
     cap = jnp.int32(settings.max_rounds if round_cap is None else round_cap)
     early, skipped = None, None
     if validation_sets is not None:
         n, m = train.num_sets, validation_sets.num_sets
+        layout = Layout.of_orders([everything.set_sizes()]).union(layout)
         weights = np.asarray(everything.weights)
         fit_w, val_w = weights * (np.arange(n + m) < n), weights * (np.arange(n + m) >= n)
         padded, validation = _two_weightings(everything, fit_w, val_w, layout)
@@ -390,6 +390,8 @@ def _fit_on_one_layout(
         seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
         fit_idx, val_idx = holdout_split(np.asarray(train.labels), fraction, seed)
         ordered = train.subset(np.concatenate([fit_idx, val_idx]))  # the held-out sets last
+        # one shape for both orders: N, B and S only as large as the orders need
+        layout = Layout.of_orders([train.set_sizes(), ordered.set_sizes()]).union(layout)
         weights = np.asarray(ordered.weights)
         fit_w = weights * (np.arange(ordered.num_sets) < fit_idx.size)
         padded, validation = _two_weightings(ordered, fit_w, weights - fit_w, layout)

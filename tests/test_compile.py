@@ -280,3 +280,15 @@ def test_a_selection_and_its_refit_run_one_coordinate_ascent_program(caplog):
     np.testing.assert_array_equal(fitted.model_.history, quiet.model_.history)
     rounds = [r for r in caplog.records if "coordinate ascent round" in r.getMessage()]
     assert len(rounds) == fitted.fit_info_["rounds"] > 0
+
+
+@pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
+def test_early_stopping_and_its_refit_run_one_coordinate_ascent_program():
+    """The validation fit (held-out sets last, weighted 0) and the refit on every set share
+    one compiled program (they were two, with shapes that varied from fit to fit)."""
+    data = make_generated(num_sets=83, dim=13, min_size=1, max_size=23, seed=4)
+    est = DPPClassifier(n_prototypes=3, max_rounds=2, validation_fraction=0.25, random_state=0)
+    with CompileCounter() as counter:
+        est.fit(data.sets)
+    assert est.fit_info_["early_stopping"]["source"] == "validation_fraction"
+    assert counter.programs("coordinate_ascent") == 1, counter.names
