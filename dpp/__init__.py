@@ -7,80 +7,142 @@ soft labels (eqs. 5, 6, 17) by coordinate ascent from k-means.
 
 Start with :class:`DPPClassifier` (scikit-learn API over lists of ``[M_n, D]`` arrays) and
 :func:`load`; the functions below are the method's equations.
+
+``import dpp`` is lazy: a public name or a submodule (``dpp.encoding``, ``dpp.experiment``) is
+imported the first time it is used, so importing the package loads neither Hydra, matplotlib,
+pandas nor the Hydra config store. The layers, each importing only those below it (an
+import-linter contract in ``pyproject.toml``, checked by CI):
+
+* :mod:`dpp.experiment`: the experiment layer (Hydra runner, protocol, outputs, sweeps, tracking);
+* :mod:`dpp.estimators`: the scikit-learn estimators and the model file's loader;
+* :mod:`dpp.baselines` and :mod:`dpp.datasets`;
+* :mod:`dpp.model` (the fit and its report) and :mod:`dpp.solvers`;
+* the numerics: sets, padding, units, encoding, pooling, classifier, likelihood, gradients,
+  init, hyper, sharding, selection, metrics, params, model_file, errors.
 """
 
+from __future__ import annotations
+
 import importlib as _importlib
+import importlib.abc as _abc
+import importlib.util as _util
+import sys as _sys
+import warnings as _warnings
 
-from dpp.classifier import log_predictive, predict_proba
-from dpp.encoding import encode_hard, encode_soft, hard_assignment, pool, soft_assignment
-from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError, NonFiniteResultError
-from dpp.estimators import (
-    AttentionMILClassifier,
-    BagOfWordsClassifier,
-    ClassPriorClassifier,
-    DeepSetsClassifier,
-    DPPClassifier,
-    DPPClassifierCV,
-    InfoLossClassifier,
-    PoolingClassifier,
-    StandardPrototypeClassifier,
-)
-from dpp.likelihood import BetaPrior, Params, mean_log_likelihood, objective, set_log_likelihood
-from dpp.model import FittedModel, fit_dpp
-from dpp.persist import load
-from dpp.sets import RaggedSets, one_hot
+#: Every public name of ``import dpp`` and the module that defines it.
+_PUBLIC = {
+    "log_predictive": "dpp.classifier",
+    "predict_proba": "dpp.classifier",
+    "encode_hard": "dpp.encoding",
+    "encode_soft": "dpp.encoding",
+    "hard_assignment": "dpp.encoding",
+    "pool": "dpp.encoding",
+    "soft_assignment": "dpp.encoding",
+    "ConfigError": "dpp.errors",
+    "DataError": "dpp.errors",
+    "FitWarning": "dpp.errors",
+    "ModelFileError": "dpp.errors",
+    "NonFiniteResultError": "dpp.errors",
+    "AttentionMILClassifier": "dpp.estimators",
+    "BagOfWordsClassifier": "dpp.estimators",
+    "ClassPriorClassifier": "dpp.estimators",
+    "DeepSetsClassifier": "dpp.estimators",
+    "DPPClassifier": "dpp.estimators",
+    "DPPClassifierCV": "dpp.estimators",
+    "InfoLossClassifier": "dpp.estimators",
+    "PoolingClassifier": "dpp.estimators",
+    "StandardPrototypeClassifier": "dpp.estimators",
+    "BetaPrior": "dpp.likelihood",
+    "Params": "dpp.likelihood",
+    "mean_log_likelihood": "dpp.likelihood",
+    "objective": "dpp.likelihood",
+    "set_log_likelihood": "dpp.likelihood",
+    "FittedModel": "dpp.model",
+    "fit_dpp": "dpp.model",
+    "load": "dpp.estimators.io",
+    "RaggedSets": "dpp.sets",
+    "one_hot": "dpp.sets",
+}
 
-#: Every module the README names, an attribute of the package after ``import dpp``, except
-#: :data:`OPTIONAL_MODULES`.
-MODULES = (
-    "baselines", "baselines.pooling", "classifier", "compilation", "config_check",
-    "config_store", "datasets",
-    "datasets.adult", "datasets.generated", "datasets.indian_pines", "datasets.mpeg7",
-    "datasets.sets_file", "datasets.suite", "datasets.synthetic", "discovery", "encoding",
-    "errors", "estimators",
-    "experiment", "experiment_settings", "gradients", "hyper", "init", "likelihood", "metrics",
-    "model", "normalize", "params", "persist", "plots", "protocol", "reporting", "run_folder",
-    "units", "model_file", "estimators.base", "estimators.dpp", "estimators.baselines",
-    "estimators.cv", "estimators.io", "estimators.pooled", "estimators.neural",
-    "baselines.neural", "pooling",
-    "selection", "sets", "sharding", "solvers", "splits", "suite", "sweep", "tables", "tracking",
-)  # fmt: skip
-#: Modules of an optional extra, loaded where they are used: ``optuna_sweeper`` (the ``sweep``
-#: extra's Optuna; Hydra's sweeper plugin imports it).
-OPTIONAL_MODULES = ("optuna_sweeper",)
-for _name in MODULES:
-    _importlib.import_module(f"{__name__}.{_name}")
+#: Modules that moved, by their old name: importing the old name gives the new module with a
+#: ``DeprecationWarning`` (kept for one release).
+MOVED = {
+    "dpp.compilation": "dpp.experiment.compilation",
+    "dpp.config_check": "dpp.experiment.config_check",
+    "dpp.config_store": "dpp.experiment.config_store",
+    "dpp.discovery": "dpp.experiment.discovery",
+    "dpp.experiment_settings": "dpp.experiment.settings",
+    "dpp.normalize": "dpp.units",
+    "dpp.optuna_sweeper": "dpp.experiment.optuna_sweeper",
+    "dpp.persist": "dpp.estimators.io",
+    "dpp.plots": "dpp.experiment.plots",
+    "dpp.protocol": "dpp.experiment.protocol",
+    "dpp.reporting": "dpp.experiment.reporting",
+    "dpp.run_folder": "dpp.experiment.run_folder",
+    "dpp.splits": "dpp.experiment.splits",
+    "dpp.suite": "dpp.experiment.suite",
+    "dpp.sweep": "dpp.experiment.sweep",
+    "dpp.tables": "dpp.experiment.tables",
+    "dpp.tracking": "dpp.experiment.tracking",
+}
 
-__all__ = [
-    "AttentionMILClassifier",
-    "BagOfWordsClassifier",
-    "BetaPrior",
-    "ClassPriorClassifier",
-    "DPPClassifier",
-    "DPPClassifierCV",
-    "DeepSetsClassifier",
-    "ConfigError",
-    "DataError",
-    "FitWarning",
-    "ModelFileError",
-    "NonFiniteResultError",
-    "PoolingClassifier",
-    "InfoLossClassifier",
-    "StandardPrototypeClassifier",
-    "FittedModel",
-    "Params",
-    "RaggedSets",
-    "encode_hard",
-    "encode_soft",
-    "fit_dpp",
-    "hard_assignment",
-    "load",
-    "log_predictive",
-    "mean_log_likelihood",
-    "objective",
-    "one_hot",
-    "pool",
-    "predict_proba",
-    "set_log_likelihood",
-    "soft_assignment",
-]
+#: Modules of an optional extra, loaded where they are used: ``experiment.optuna_sweeper`` (the
+#: ``sweep`` extra's Optuna; Hydra's sweeper plugin imports it).
+OPTIONAL_MODULES = ("experiment.optuna_sweeper",)
+
+
+class _MovedModules(_abc.MetaPathFinder, _abc.Loader):
+    """Finds a moved module under its old name and loads the module it became."""
+
+    def find_spec(self, fullname, path=None, target=None):  # noqa: D102
+        return _util.spec_from_loader(fullname, self) if fullname in MOVED else None
+
+    def create_module(self, spec):  # noqa: D102
+        return None  # a plain module: the moved one keeps its own __spec__
+
+    def exec_module(self, module):  # noqa: D102
+        _warnings.warn(
+            f"{module.__name__} moved to {MOVED[module.__name__]}; import it from there (the old "
+            "name goes in the next release)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        target = _importlib.import_module(MOVED[module.__name__])
+        names = {k: v for k, v in vars(target).items() if not k.startswith("__")}
+        module.__dict__.update(names, __doc__=target.__doc__)
+        module.__getattr__ = lambda name: getattr(target, name)
+
+
+if not any(isinstance(f, _MovedModules) for f in _sys.meta_path):
+    _sys.meta_path.append(_MovedModules())
+
+
+def lazy_attribute(package: str, name: str):
+    """The submodule ``package.name``, imported on first use.
+
+    Raises:
+        AttributeError: when ``package`` has no submodule ``name``.
+    """
+    fullname = f"{package}.{name}"
+    if name.startswith("__"):
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    if fullname in MOVED or _util.find_spec(fullname) is not None:
+        return _importlib.import_module(fullname)
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        value = getattr(_importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return lazy_attribute(__name__, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_PUBLIC))
+
+
+__all__ = sorted(_PUBLIC)

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from dpp.padding import BLOCK_SIZE
 from dpp.pooling import (
     LOG_CODE_MIN,
     MEAN,
@@ -25,11 +26,6 @@ from dpp.pooling import (
     segment_pool,
 )
 from dpp.sets import RaggedSets
-
-#: Vectors (or memberships) processed together by the blocked encoders: large enough to keep
-#: both cores busy, small enough for a block's ``BLOCK_SIZE x K`` codes to stay in cache
-#: (2048 was fastest at the MPEG-7 size in ``scripts/bench.py``).
-BLOCK_SIZE = 2048
 
 #: Cap on ``log beta`` inside the encoder (``beta <= e^60 ~ 1e26``): codes are one-hot to working
 #: precision long before, and ``exp`` stays finite in float32 (whose limit is ``e^88``).

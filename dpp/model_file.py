@@ -25,6 +25,7 @@ format, its version, the header's JSON, float and finite arrays that the header 
 from __future__ import annotations
 
 import json
+import math
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -173,3 +174,18 @@ def _read(path: Path) -> tuple[dict, dict]:
         found = header.get("format") if isinstance(header, dict) else type(header).__name__
         raise ModelFileError(f"{path} is not a dpp model file (format {found!r})")
     return header, arrays
+
+
+def jsonable(value):
+    """``value`` with arrays as lists, NumPy scalars as Python ones and NaN/inf as ``None``."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,7 +1,8 @@
 """Parameter rules: checks of single values, and the declarative rules the tables are made of.
 
 Each check names the parameter, the rule and the value, e.g. ``n_prototypes must be a positive
-integer, got 0``; :mod:`dpp.config_check` prefixes the config path (``model.n_prototypes ...``).
+integer, got 0``; :mod:`dpp.experiment.config_check` prefixes the config path
+(``model.n_prototypes ...``).
 
 Every estimator declares its parameters' rules once, as a table ``{name: Rule}``
 (``_parameter_constraints``, in the spirit of scikit-learn's), and so does the optimizer's

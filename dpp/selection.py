@@ -14,7 +14,12 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.model_selection import KFold, StratifiedGroupKFold, StratifiedKFold
+from sklearn.model_selection import (
+    KFold,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+    train_test_split,
+)
 
 
 def cv_folds(
@@ -217,3 +222,28 @@ def choose_on_path(
     else:
         position = "interior"
     return PathChoice(values, np.asarray(scores), best, position, added)
+
+
+def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted ``(fit, held_out)`` indices: ``ceil(fraction * N)`` sets held out of ``N``.
+
+    Stratified by the label's argmax when every present class has two sets and there are at
+    least as many held-out sets as classes; otherwise a plain random draw. Used for early
+    stopping and for the validation metric of a sweep (held out of the *training* sets).
+
+    Args:
+        labels: ``[N, C]`` (soft) labels.
+        fraction: share held out, in ``(0, 1)``.
+        seed: random state.
+
+    Returns:
+        Two sorted int arrays partitioning ``range(N)``.
+    """
+    strata = np.argmax(np.asarray(labels), axis=1)
+    counts = np.bincount(strata)
+    held_out = int(np.ceil(fraction * len(strata)))
+    stratify = strata if counts[counts > 0].min() >= 2 and held_out >= np.sum(counts > 0) else None
+    fit, rest = train_test_split(
+        np.arange(len(strata)), test_size=fraction, random_state=seed, stratify=stratify
+    )
+    return np.sort(fit), np.sort(rest)

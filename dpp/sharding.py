@@ -27,8 +27,9 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from dpp.encoding import encode_soft, packed_log_likelihood
+from dpp.padding import BUCKET_ALIGN, block_length, pack, sets_bucket
 from dpp.pooling import MEAN
-from dpp.sets import RaggedSets, _pack, block_length, sets_bucket
+from dpp.sets import RaggedSets
 
 logger = logging.getLogger(__name__)
 
@@ -131,14 +132,14 @@ def _common_packing(parts: list[RaggedSets], block_size: int):
     sizes = [p.set_sizes() for p in parts]
     largest = max(int(s.max()) for s in sizes)
     block = block_length(largest, max(int(s.sum()) for s in sizes), block_size)
-    first = [_pack(s, n_p, block) for s in sizes]
+    first = [pack(s, n_p, block) for s in sizes]
     blocks = max(k.start.shape[0] for k in first)
     slots = max(k.slots.shape[0] for k in first)
-    packings = [_pack(s, n_p, block, min_blocks=blocks, min_slots=slots) for s in sizes]
+    packings = [pack(s, n_p, block, min_blocks=blocks, min_slots=slots) for s in sizes]
     return n_p, blocks * block, packings
 
 
-def shard_sets(sets: RaggedSets, mesh: Mesh, block_size: int = 2048) -> ShardedSets:
+def shard_sets(sets: RaggedSets, mesh: Mesh, block_size: int = BUCKET_ALIGN) -> ShardedSets:
     """Splits ``sets`` across the devices of ``mesh``: whole sets per device, padded per device.
 
     In a multi-process run every process calls this with the same ``sets`` and places only the

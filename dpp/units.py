@@ -5,7 +5,7 @@ r"""Units: the two affine maps a vector goes through before it is encoded.
    ``x' = (x - shift) @ matrix``. An estimator fits its own from ``standardize`` and
    ``pca_components``, or takes one prefit (``preprocess=``; the command line fits it once per
    trial and hands it to the methods that could not fit the same map themselves: see
-   :func:`dpp.protocol._prepared`).
+   :func:`dpp.experiment.protocol._prepared`).
 2. **Internal units** (:class:`Normalizer`): the preprocessed training vectors centred on their
    mean and scaled isotropically. DPP is exactly invariant under ``x -> (x - c) / s`` (one
    scalar ``s``) with ``mu -> (mu - c) / s`` and ``beta -> beta s^2``: every squared distance

@@ -28,7 +28,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from dpp.errors import USER_ERRORS, NonFiniteResultError, RunInterrupted
-from dpp.experiment import run
+from dpp.experiment.runner import run
 
 logger = logging.getLogger("dpp")
 

@@ -215,8 +215,8 @@ def cross_validation(args) -> None:
     from sklearn.model_selection import GridSearchCV
 
     from dpp import DPPClassifier
-    from dpp.compilation import CompileCounter
     from dpp.datasets.generated import make_generated
+    from dpp.experiment.compilation import CompileCounter
 
     data = make_generated(num_sets=200, dim=230, min_size=2, max_size=13, seed=args.seed)
     vectors, sizes = np.asarray(data.sets.vectors), data.sets.set_sizes()
@@ -313,9 +313,9 @@ def select(args) -> None:
     import warnings
 
     from dpp import DPPClassifier, DPPClassifierCV, StandardPrototypeClassifier
-    from dpp.compilation import CompileCounter
     from dpp.datasets.generated import make_generated
     from dpp.errors import FitWarning
+    from dpp.experiment.compilation import CompileCounter
 
     sets = make_generated(num_sets=100, dim=166, min_size=2, max_size=40, seed=args.seed).sets
     sizes = sets.set_sizes()
@@ -365,8 +365,8 @@ def peer(args) -> None:
     estimators' defaults; both cold (nothing compiled before), the selection first.
     """
     from dpp import AttentionMILClassifier, DPPClassifierCV
-    from dpp.compilation import CompileCounter
     from dpp.datasets.generated import make_generated
+    from dpp.experiment.compilation import CompileCounter
 
     sets = make_generated(num_sets=150, dim=30, min_size=2, max_size=40, seed=args.seed).sets
     sizes = sets.set_sizes()
@@ -476,8 +476,8 @@ def table1(args) -> None:
 
     from hydra import compose, initialize_config_dir
 
-    from dpp.compilation import CompileCounter
-    from dpp.experiment import run
+    from dpp.experiment.compilation import CompileCounter
+    from dpp.experiment.runner import run
 
     root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:

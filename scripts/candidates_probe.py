@@ -3,7 +3,7 @@
     python scripts/candidates_probe.py                          # mean+max+gem, every task
     python scripts/candidates_probe.py --embedded --tasks digits_patches witness_d10_r10
 
-The suite's tasks and outer folds (dpp/suite.py, seed 0): ``DPPClassifierCV`` over
+The suite's tasks and outer folds (dpp/experiment/suite.py, seed 0): ``DPPClassifierCV`` over
 ``DPPClassifier(n_prototypes=K)`` with the suite's ``l2`` grid and 3 inner folds, and these
 pooling candidates (``--pooling``, default mean max gem), plus, with ``--embedded``, DPP on a
 learned embedding (256-128-64, its own K = 16 is not used here: the task's K) with each pooling
@@ -20,8 +20,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from dpp import DPPClassifier, DPPClassifierCV
 from dpp.errors import FitWarning
+from dpp.experiment.suite import EMBEDDING, L2S, TASKS
 from dpp.metrics import evaluate
-from dpp.suite import EMBEDDING, L2S, TASKS
 
 
 def main() -> None:

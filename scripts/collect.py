@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dpp.sweep import write_sweep
+from dpp.experiment.sweep import write_sweep
 
 
 def main() -> int:

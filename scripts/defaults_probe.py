@@ -3,7 +3,8 @@
     python scripts/defaults_probe.py            # about 6 min on 2 cores
     python scripts/defaults_probe.py --quick    # two tasks, three folds
 
-Every task of the suite (dpp/suite.py) and the generated multiple-instance problem of issue 36
+Every task of the suite (dpp/experiment/suite.py) and the generated multiple-instance problem of
+issue 36
 (200 bags of 5-30 vectors in 20-D, a bag positive iff it holds a witness), 5 stratified outer
 folds each: ``DPPClassifier(n_prototypes=K, random_state=fold)`` with the candidate defaults
 below, fitted on 4 folds and scored on the fifth. Prints, per task and candidate, the mean
@@ -21,8 +22,8 @@ from sklearn.model_selection import StratifiedKFold
 from dpp import DPPClassifier
 from dpp.datasets.suite import make_witness
 from dpp.errors import FitWarning
+from dpp.experiment.suite import TASKS
 from dpp.metrics import evaluate
-from dpp.suite import TASKS
 
 #: The candidate defaults: the old one (rounds by ``tol``), early stopping, fewer rounds.
 CANDIDATES = {

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from dpp.reporting import load_results
-from dpp.tables import REPORTS
+from dpp.experiment.reporting import load_results
+from dpp.experiment.tables import REPORTS
 
 
 def main() -> None:

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from dpp.persist import ModelFileError, load
 
-from dpp.compilation import enable_persistent_cache
 from dpp.datasets.base import default_cache_dir
 from dpp.datasets.sets_file import read_sets
 from dpp.errors import DataError
-from dpp.persist import ModelFileError, load
+from dpp.experiment.compilation import enable_persistent_cache
 
 
 def main(argv=None) -> int:

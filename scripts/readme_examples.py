@@ -1,8 +1,9 @@
-"""Runs the README's Python examples and checks (or rewrites) the output they print.
+"""Runs the Python examples of the README and the docs and checks (or rewrites) what they print.
 
     python scripts/readme_examples.py            # run every example; exit 1 if a printed output
-                                                 # differs from the README's (a diff is shown)
-    python scripts/readme_examples.py --update   # write the outputs into README.md
+                                                 # differs from the page's (a diff is shown)
+    python scripts/readme_examples.py --update   # write the outputs into the pages
+    python scripts/readme_examples.py --readme docs/own-sets.md   # one page
 
 An example is a ```python block; its expected output is the plain ``` block that follows when
 the paragraph between them starts with "prints". Each example runs in a fresh interpreter in a
@@ -19,7 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+#: Every page whose examples are run: the README and the documentation.
+PAGES = (README, *sorted((REPO / "docs").glob("*.md")))
 _BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n(?P<between>.*?)(?=```)", re.S)
 _OUTPUT = re.compile(r"```\n(?P<output>.*?)```", re.S)
 
@@ -51,35 +55,46 @@ def run_example(code: str) -> tuple[str, str, float]:
     return proc.stdout, proc.stderr, seconds
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--update", action="store_true", help="write the outputs into README")
-    parser.add_argument("--readme", type=Path, default=README)
-    args = parser.parse_args()
-    text = args.readme.read_text()
+def check_page(path: Path, update: bool) -> int:
+    """Runs one page's examples; returns how many printed outputs differ from the page's."""
+    text = path.read_text()
     drifted, replacements = 0, []
+    path = path.resolve()
+    if path == README:
+        name = "the README"
+    else:
+        name = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
     for example in examples(text):
         stdout, _, seconds = run_example(example["code"])
-        where = f"{args.readme.name}:{example['line']}"
+        where = f"{path.name}:{example['line']}"
         if "output" not in example:
             print(f"{where}: ran in {seconds:.1f} s (no printed output to check)")
             continue
         if stdout == example["output"]:
-            print(f"{where}: output as printed in the README ({seconds:.1f} s)")
+            print(f"{where}: output as printed in {name} ({seconds:.1f} s)")
             continue
         drifted += 1
         replacements.append((example["span"], stdout))
-        print(f"{where}: the output differs from the README ({seconds:.1f} s):")
+        print(f"{where}: the output differs from {name} ({seconds:.1f} s):")
         diff = difflib.unified_diff(
             example["output"].splitlines(), stdout.splitlines(), "README", "ran", lineterm=""
         )
         print("\n".join(diff))
-    if args.update and replacements:
+    if update and replacements:
         for (start, end), stdout in sorted(replacements, reverse=True):
             text = text[:start] + stdout + text[end:]
-        args.readme.write_text(text)
-        print(f"wrote {len(replacements)} output(s) into {args.readme}")
+        path.write_text(text)
+        print(f"wrote {len(replacements)} output(s) into {path}")
         return 0
+    return drifted
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--update", action="store_true", help="write the outputs into the pages")
+    parser.add_argument("--readme", type=Path, action="append", help="a page (default: all)")
+    args = parser.parse_args()
+    drifted = sum(check_page(page, args.update) for page in args.readme or PAGES)
     return 1 if drifted else 0
 
 

@@ -2,7 +2,8 @@
 
     python scripts/saturation_probe.py        # about 1.5 min on 2 cores
 
-For each witness task of dpp/suite.py, 5 stratified folds: DPP at two fixed l2 values, with
+For each witness task of dpp/experiment/suite.py, 5 stratified folds: DPP at two fixed l2 values,
+with
 early stopping (validation_fraction=0.2), after one round, with a log-normal prior on beta, and
 the standard prototype (DPP's k-means start with hard codes). Prints accuracy, test
 log-likelihood per set, the share of one-hot training codes and each fold's status.
@@ -16,8 +17,8 @@ from sklearn.model_selection import StratifiedKFold
 
 from dpp import DPPClassifier, StandardPrototypeClassifier
 from dpp.errors import FitWarning
+from dpp.experiment.suite import TASKS
 from dpp.metrics import evaluate
-from dpp.suite import TASKS
 
 VARIANTS = {
     "dpp l2=1": {"l2": 1.0},

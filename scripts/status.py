@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from dpp.reporting import run_state
+from dpp.experiment.reporting import run_state
 
 
 def main() -> int:

@@ -1,10 +1,13 @@
-"""Every method on every task of the suite (dpp/suite.py); writes suite.json, .csv, .md, .png.
+"""Every method on every task of the suite (dpp/experiment/suite.py).
+
+Writes suite.json, .csv, .md, .png.
 
     python scripts/suite.py                       # all tasks, 5 outer folds -> outputs/suite/
     python scripts/suite.py --tasks witness_d10_r10 --folds 3 --out /tmp/suite
 
 The same run as ``python experiments/run.py experiment=suite`` (both call
-:func:`dpp.suite.run_suite`). Files are rewritten after every task, so a run that fails keeps the
+:func:`dpp.experiment.suite.run_suite`). Files are rewritten after every task, so a run that
+fails keeps the
 tasks it finished; ``--resume`` continues it.
 """
 
@@ -14,7 +17,7 @@ import time
 from pathlib import Path
 
 from dpp.errors import ConfigError
-from dpp.suite import METHODS, TASKS, run_suite
+from dpp.experiment.suite import METHODS, TASKS, run_suite
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from test_experiment import _compose
 
 from dpp.datasets.generated import make_generated
 from dpp.datasets.synthetic import make_synthetic
-from dpp.experiment import run
+from dpp.experiment.runner import run
 from dpp.init import kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.model import fit_dpp
@@ -117,7 +117,7 @@ def test_shared_pool_sets_fit_on_one_device_and_say_so(caplog):
 
 
 def test_another_split_of_the_same_padded_shape_reuses_the_compiled_program():
-    from dpp.compilation import CompileCounter
+    from dpp.experiment.compilation import CompileCounter
 
     sets = make_generated(num_sets=80, dim=3, max_size=10, seed=5).sets
     mesh = device_mesh(4)

@@ -10,7 +10,7 @@ from dpp.baselines.class_prior import fit_class_prior
 from dpp.datasets.adult import CONTINUOUS, GROUP_BY, WORKCLASSES, group_records, read_records
 from dpp.datasets.base import default_data_dir
 from dpp.errors import DataError
-from dpp.experiment import run
+from dpp.experiment.runner import run
 from dpp.sets import RaggedSets
 
 FOLDER = default_data_dir() / "adult"

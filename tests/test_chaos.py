@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from test_experiment import FAST
 
-from dpp.reporting import run_state
-from dpp.run_folder import holds_run
+from dpp.experiment.reporting import run_state
+from dpp.experiment.run_folder import holds_run
 
 REPO = Path(__file__).resolve().parents[1]
 # quiet fits: compiled programs are cached; the pooled baselines are left out (time)

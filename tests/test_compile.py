@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from dpp import DPPClassifier
-from dpp.compilation import CompileCounter
 from dpp.datasets.generated import make_generated
 from dpp.encoding import encode_hard, encode_soft
+from dpp.experiment.compilation import CompileCounter
 from dpp.likelihood import Params, mean_log_likelihood, objective
 from dpp.sets import Layout, RaggedSets, bucket_size, real_sets, sets_bucket
 

@@ -7,6 +7,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from dpp.persist import ModelFileError, load
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -26,10 +27,9 @@ from dpp.estimators import (
     StandardPrototypeClassifier,
     as_sets,
 )
-from dpp.experiment import run
-from dpp.persist import ModelFileError, load
+from dpp.experiment.runner import run
+from dpp.experiment.splits import split_indices
 from dpp.sets import RaggedSets
-from dpp.splits import split_indices
 
 #: Small and quick: few rounds and solver iterations (compilation dominates these fits).
 QUICK = {

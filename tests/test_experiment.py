@@ -17,8 +17,8 @@ from dpp.estimators import (
     POOLED_ESTIMATORS,
     StandardPrototypeClassifier,
 )
-from dpp.experiment import run
-from dpp.experiment_settings import trial_settings
+from dpp.experiment.runner import run
+from dpp.experiment.settings import trial_settings
 
 #: a few 2-D sets to predict on (the synthetic data's dimension)
 X_FEW = [np.random.default_rng(0).normal(size=(m, 2)) for m in (1, 3, 7)]
@@ -209,7 +209,7 @@ def test_missing_data_is_reported_in_results(tmp_path):
 def test_loglik_figure_spans_the_data_and_shows_errors_only_with_several_trials():
     import matplotlib.pyplot as plt
 
-    from dpp.plots import metric_dots_figure
+    from dpp.experiment.plots import metric_dots_figure
 
     def records(trials):
         return [

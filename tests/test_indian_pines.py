@@ -12,12 +12,12 @@ from dpp.datasets.base import default_data_dir
 from dpp.datasets.indian_pines import load_indian_pines, window_members
 from dpp.encoding import encode_hard
 from dpp.errors import DataError
-from dpp.experiment import run
+from dpp.experiment.runner import run
+from dpp.experiment.splits import split_indices
 from dpp.init import kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.sets import RaggedSets
 from dpp.solvers import LBFGSSettings
-from dpp.splits import split_indices
 
 FOLDER = default_data_dir() / "hyperspectral"
 needs_data = pytest.mark.skipif(not FOLDER.is_dir(), reason=f"Indian Pines not found in {FOLDER}")

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
+from dpp.experiment.reporting import describe, markdown_table, summarize
 from dpp.metrics import accuracy, evaluate, kl_bits, mean_log_likelihood
-from dpp.reporting import describe, markdown_table, summarize
 
 
 def test_kl_in_bits_by_hand():

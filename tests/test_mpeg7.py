@@ -17,7 +17,7 @@ from dpp.datasets.mpeg7 import (
     read_mask,
 )
 from dpp.errors import DataError
-from dpp.experiment import run
+from dpp.experiment.runner import run
 
 IMAGES = default_data_dir() / "mpeg7" / "images"
 needs_data = pytest.mark.skipif(not IMAGES.is_dir(), reason=f"MPEG-7 images not found in {IMAGES}")

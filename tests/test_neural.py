@@ -189,7 +189,7 @@ def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says(
 
     from hydra import compose, initialize_config_dir
 
-    from dpp.experiment_settings import trial_settings
+    from dpp.experiment.settings import trial_settings
 
     configs = Path(__file__).resolve().parents[1] / "configs"
     with initialize_config_dir(config_dir=str(configs), version_base="1.3"):

@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pytest
+from dpp.persist import load
 from test_estimators import QUICK
 from test_experiment import FAST, _compose
 
@@ -20,10 +21,9 @@ from dpp.estimators import (
     DPPClassifierCV,
     StandardPrototypeClassifier,
 )
-from dpp.experiment import run
+from dpp.experiment.runner import run
+from dpp.experiment.splits import split_indices
 from dpp.init import kmeans_centres
-from dpp.persist import load
-from dpp.splits import split_indices
 from dpp.units import Affine
 
 GRID = [0.01, 1.0]

@@ -276,9 +276,9 @@ def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_ca
 def test_one_trial_tables_print_no_empty_spread_and_the_suite_log_no_none():
     """Issue 36: a one-trial table1.md printed "(± 1 sd)" with no value, and the suite log
     printed the standard prototype's selection as "(None, interior)"."""
-    from dpp.reporting import markdown_table, summarize
-    from dpp.suite import selection_note
-    from dpp.tables import REPORTS
+    from dpp.experiment.reporting import markdown_table, summarize
+    from dpp.experiment.suite import selection_note
+    from dpp.experiment.tables import REPORTS
 
     records = [
         {"trial": 0, "method": m, "accuracy": a, "test_log_likelihood": -a, "K": 5}
@@ -309,7 +309,7 @@ def test_weighted_score_counts_only_classes_with_label_mass():
 
 # ------------------------------------------------------------------ the suite of set tasks
 def test_suite_tasks_are_balanced_labelled_sets_of_the_stated_shapes():
-    from dpp.suite import TASKS
+    from dpp.experiment.suite import TASKS
 
     for name, (loader, k, _) in TASKS.items():
         data = loader()
@@ -342,7 +342,7 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     from test_experiment import _compose
 
     from dpp.errors import ConfigError
-    from dpp.experiment import run
+    from dpp.experiment.runner import run
 
     small = ["suite.tasks=[witness_d10_r10]", "suite.methods=[pooling,bag_of_words]"]
     cfg = _compose(["experiment=suite", "suite.folds=2", *small])
@@ -365,10 +365,10 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     with pytest.raises(ConfigError, match="already holds a suite run"):
         run(cfg, tmp_path)
     lines = []
-    import dpp.suite
+    import dpp.experiment.suite
 
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    resumed = dpp.suite.run_suite(
+    resumed = dpp.experiment.suite.run_suite(
         tmp_path, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )  # issue 36: a resume of a complete run changes nothing, and says so
     assert resumed["records"] == records
@@ -376,7 +376,7 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
         f"{tmp_path} is complete (1 tasks recorded): nothing to resume, nothing changed"
     ]
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
-    grown = dpp.suite.run_suite(
+    grown = dpp.experiment.suite.run_suite(
         tmp_path, ["proportion_d10_c3"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )  # a resume that names other tasks keeps the recorded ones
     assert grown["records"][: len(records)] == records

@@ -9,8 +9,8 @@ from conftest import CONFIG_DIR
 from hydra import compose, initialize_config_dir
 
 from dpp.datasets.base import default_data_dir
-from dpp.experiment import run
-from dpp.tables import paired_differences
+from dpp.experiment.runner import run
+from dpp.experiment.tables import paired_differences
 
 needs_data = pytest.mark.skipif(
     not default_data_dir().is_dir(), reason=f"no data directory at {default_data_dir()}"

@@ -10,14 +10,14 @@ import pytest
 from test_experiment import _compose
 
 from dpp import params as check
-from dpp.config_check import check_config
 from dpp.errors import ConfigError
 from dpp.estimators import ESTIMATORS, POOLED_ESTIMATORS, DPPClassifierCV
-from dpp.experiment import RUN_FIGURES, TRIAL_FIGURES
+from dpp.experiment.config_check import check_config
+from dpp.experiment.runner import RUN_FIGURES, TRIAL_FIGURES
+from dpp.experiment.tables import REPORTS
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings
 from dpp.solvers.options import OPTIMIZERS, OPTION_RULES
-from dpp.tables import REPORTS
 
 CLASSES = [*ESTIMATORS.values(), *POOLED_ESTIMATORS.values(), DPPClassifierCV]
 

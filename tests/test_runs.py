@@ -19,8 +19,8 @@ from test_experiment import FAST, _compose
 
 from dpp.errors import ConfigError, DataError, NonFiniteResultError
 from dpp.estimators import StandardPrototypeClassifier
-from dpp.experiment import run
-from dpp.reporting import run_state
+from dpp.experiment.reporting import run_state
+from dpp.experiment.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -273,7 +273,7 @@ def test_resuming_a_complete_run_changes_nothing_on_disk(tmp_path, caplog):
     started_at and pid replaced), losing the record of the original run."""
     first = run(_compose([*FAST, "figures=[]", "verbose=false"]), output_dir=tmp_path)
     before = _snapshot(tmp_path)
-    with caplog.at_level("INFO", logger="dpp.experiment"):
+    with caplog.at_level("INFO", logger="dpp.experiment.runner"):
         again = run(_compose([*FAST, "figures=[]", "verbose=false", "resume=true"]), tmp_path)
     assert _snapshot(tmp_path) == before  # byte for byte
     assert again == first

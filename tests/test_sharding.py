@@ -110,7 +110,7 @@ def test_adam_with_several_devices_is_refused_before_the_run(tmp_path):
     from test_experiment import _compose
 
     from dpp.errors import ConfigError
-    from dpp.experiment import run
+    from dpp.experiment.runner import run
 
     with pytest.raises(ConfigError, match="devices=2 needs a full-batch optimizer"):
         run(_compose(["optimizer=adam", "devices=2"]), output_dir=tmp_path)

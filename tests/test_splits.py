@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from dpp.experiment.splits import block_ids, spatial_block_split, split_indices
 from dpp.selection import cv_folds
 from dpp.sets import one_hot
-from dpp.splits import block_ids, spatial_block_split, split_indices
 
 
 def _scene(rng, height=60, width=45, num_classes=3):

@@ -16,8 +16,8 @@ import pytest
 from test_experiment import _compose
 
 from dpp.errors import ConfigError
-from dpp.experiment import run
-from dpp.sweep import best_jobs, collect, sweep_metric, write_sweep
+from dpp.experiment.runner import run
+from dpp.experiment.sweep import best_jobs, collect, sweep_metric, write_sweep
 
 REPO = Path(__file__).resolve().parents[1]
 #: a small synthetic run: quiet, two rounds, no figures
@@ -80,7 +80,7 @@ def test_a_failed_trial_is_not_a_finished_one_toward_n_trials(tmp_path):
     """Issue 36: a study that holds one failed trial still runs every trial n_trials asks for."""
     import optuna
 
-    from dpp.optuna_sweeper import finished_trials
+    from dpp.experiment.optuna_sweeper import finished_trials
 
     storage = f"sqlite:///{tmp_path / 'study.db'}"
     assert finished_trials("s", storage) == (0, 0, 0)

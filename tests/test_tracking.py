@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from test_experiment import FAST, _compose
 
-from dpp.experiment import run
+from dpp.experiment.runner import run
 
 mlflow = pytest.importorskip("mlflow")  # the `tracking` extra, installed with .[test]
 

@@ -14,6 +14,7 @@ from dpp.datasets.generated import make_generated
 from dpp.datasets.synthetic import make_synthetic
 from dpp.encoding import LOG_BETA_MAX, encode_soft, soft_assignment, squared_distances
 from dpp.errors import NonFiniteResultError
+from dpp.experiment.splits import split_indices
 from dpp.init import init_log_beta, kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.metrics import evaluate
@@ -21,7 +22,6 @@ from dpp.model import FittedModel, fit_dpp
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.coordinate_ascent import FitSettings, prototype_step, theta_step
 from dpp.solvers.lbfgs import LBFGSSettings
-from dpp.splits import split_indices
 from dpp.units import Normalizer
 
 #: The CLI's solver defaults (configs/optimizer/lbfgs_optax.yaml, configs/model/dpp.yaml).

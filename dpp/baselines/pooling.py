@@ -141,16 +141,3 @@ class LogisticHead:
         if logits.ndim == 1:  # two classes: one logit, log p(class 1) - log p(class 0)
             logits = np.stack([np.zeros_like(logits), logits], axis=1)
         return log_softmax(logits, axis=1)
-
-
-#: Names that moved to :mod:`dpp.estimators.pooled` (the estimator layer), still found here.
-_MOVED = ("PooledLogisticClassifier", "PoolingClassifier", "BagOfWordsClassifier",
-          "POOLED_ESTIMATORS")  # fmt: skip
-
-
-def __getattr__(name: str):
-    if name in _MOVED:  # imported on first use: the estimators import this module
-        from dpp.estimators import pooled
-
-        return getattr(pooled, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

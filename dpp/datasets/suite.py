@@ -14,7 +14,7 @@ Three kinds of task, all generated or shipped with scikit-learn (nothing is down
   its 4 x 4 patches (stride 2, 16-D; blank patches dropped), 10 classes.
 
 Each returns a :class:`~dpp.datasets.base.Dataset`; ``scripts/suite.py`` runs every method on
-all of them (:mod:`dpp.suite`).
+all of them (:mod:`dpp.experiment.suite`).
 """
 
 from __future__ import annotations

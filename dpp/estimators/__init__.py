@@ -16,7 +16,7 @@ A fitted estimator predicts with eq. (16) on the set representation ``z`` of eq.
 (a learned soft bag-of-words for any downstream model). Preprocessing (``standardize``,
 ``pca_components``) is fitted on the training vectors and applied inside, so new raw sets need
 nothing done to them. The constructor defaults are the defaults of the command line as well
-(:mod:`dpp.config_store` builds the Hydra ``model`` and ``optimizer`` groups from them).
+(:mod:`dpp.experiment.config_store` builds the Hydra ``model`` and ``optimizer`` groups from them).
 
 ``clf.save(path)`` writes a fitted estimator to one ``.npz`` file; :func:`dpp.load` reads it
 back.
@@ -70,3 +70,9 @@ __all__ = [
     "load",
     "prediction_sets",
 ]
+
+
+def __getattr__(name: str):  # a submodule, imported on first use (``dpp.estimators.<module>``)
+    from dpp import lazy_attribute
+
+    return lazy_attribute(__name__, name)

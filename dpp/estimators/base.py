@@ -13,7 +13,6 @@ from typing import ClassVar
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
@@ -22,8 +21,8 @@ from dpp import params as check
 from dpp.errors import ModelFileError, NonFiniteResultError, warn_caller
 from dpp.init import kmeans_centres
 from dpp.model import CLEAN_STATUSES, FittedModel
+from dpp.model_file import jsonable
 from dpp.pooling import MEAN, make_pooling
-from dpp.reporting import jsonable
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
 from dpp.units import Affine, Normalizer
@@ -118,6 +117,8 @@ def _labels(y, num_sets: int) -> tuple[np.ndarray, np.ndarray, bool]:
         return y.astype(np.float64), np.arange(y.shape[1]), True
     if y.ndim != 1:
         raise ValueError(f"y must be [N] class labels or [N, C] soft labels, got {y.shape}")
+    import pandas as pd  # noqa: PLC0415  (imported where labels need it: import dpp stays light)
+
     missing = np.flatnonzero(pd.isna(y)) if y.dtype.kind in "Of" else np.empty(0, int)
     if missing.size:
         raise ValueError(
@@ -258,7 +259,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     def _warn_status(self) -> None:
         """A fit whose status is not clean raises a :class:`~dpp.errors.FitWarning`.
 
-        The command line logs each one as a line of the run's log (:mod:`dpp.experiment`);
+        The command line logs each one as a line of the run's log (:mod:`dpp.experiment.runner`);
         from Python, ``logging.captureWarnings(True)`` does the same.
         """
         status = self.fit_info_.get("status")
@@ -513,7 +514,7 @@ def write_model_file(estimator, path, method: str, arrays: dict, info: dict) -> 
         path: the file to write.
         method: the method name recorded (the loader's registry key).
         arrays: the estimator's own arrays (floats).
-        info: the fit's report (JSON-ready after :func:`~dpp.reporting.jsonable`).
+        info: the fit's report (JSON-ready after :func:`~dpp.model_file.jsonable`).
 
     Returns:
         The path written.

@@ -25,7 +25,7 @@ from dpp.estimators.baselines import (
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
-from dpp.model_file import bad, is_int
+from dpp.model_file import FORMAT, FORMAT_VERSION, bad, is_int  # noqa: F401  (dpp.persist's names)
 from dpp.units import Affine
 
 #: Every estimator that writes a model file, by method name (the ``method`` in its records).
@@ -178,3 +178,15 @@ def load(path):
     estimator.preprocess_ = preprocess
     estimator._restore(path, header, arrays, dim)
     return estimator
+
+
+def save(estimator, path) -> Path:
+    """Writes a fitted estimator to ``path``: ``estimator.save(path)`` (the old ``dpp.persist``).
+
+    Returns:
+        The path written.
+
+    Raises:
+        sklearn.exceptions.NotFittedError: for an unfitted estimator.
+    """
+    return estimator.save(path)

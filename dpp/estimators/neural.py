@@ -33,8 +33,8 @@ from dpp.baselines import neural
 from dpp.errors import warn_caller
 from dpp.estimators.base import _store, labelled_sets, prediction_sets, write_model_file
 from dpp.model import CLEAN_STATUSES, MIN_VALIDATION_SETS
+from dpp.selection import holdout_split
 from dpp.sets import RaggedSets
-from dpp.splits import holdout_split
 from dpp.units import Affine
 
 _TRAIN = neural.TrainSettings()
@@ -418,9 +418,11 @@ class DeepSetsClassifier(NeuralSetClassifier):
 
     Args:
         pooling: ``max`` (MI-Net, the default) or ``mean`` (Deep Sets).
-        embedding, dropout, learning_rate, weight_decay, batch_size, max_epochs, patience,
-            validation_fraction, standardize, preprocess, random_state: as
-            :class:`AttentionMILClassifier` (256-128-64 and dropout 0.5 are MI-Net's).
+
+    The other parameters (``embedding``, ``dropout``, ``learning_rate``, ``weight_decay``,
+    ``batch_size``, ``max_epochs``, ``patience``, ``validation_fraction``, ``standardize``,
+    ``preprocess``, ``random_state``) are as :class:`AttentionMILClassifier`'s (256-128-64 and
+    dropout 0.5 are MI-Net's).
     """
 
     method = "deep_sets"

@@ -337,8 +337,9 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         init: ``"k-means"`` or ``[K, D]`` centres (in the units after ``standardize``).
         kmeans_n_init: k-means restarts.
         kmeans_max_iter: Lloyd iterations per restart.
-        Cs, cv, scoring, max_extensions, max_iter, random_state: as :class:`PoolingClassifier`
-            (``random_state`` seeds k-means too).
+
+    ``Cs``, ``cv``, ``scoring``, ``max_extensions``, ``max_iter`` and ``random_state`` are as
+    :class:`PoolingClassifier`'s (``random_state`` seeds k-means too).
 
     Fitted: ``prototypes_`` ``[K, D]`` (the centres in the input units) and the attributes of
     :class:`PooledLogisticClassifier`.

@@ -24,3 +24,9 @@ __all__ = [
     "prototype_step",
     "theta_step",
 ]
+
+
+def __getattr__(name: str):  # a submodule, imported on first use (``dpp.solvers.<module>``)
+    from dpp import lazy_attribute
+
+    return lazy_attribute(__name__, name)

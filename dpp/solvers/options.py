@@ -2,7 +2,7 @@
 
 The estimators (:mod:`dpp.estimators`) take ``optimizer`` (a name of :data:`OPTIMIZERS`) and
 ``optimizer_options`` (a dict overriding some of its defaults); the Hydra ``optimizer`` group is
-built from this table (:mod:`dpp.config_store`). Options:
+built from this table (:mod:`dpp.experiment.config_store`). Options:
 
 * ``max_iter``: iterations of each (mu, beta)-step, or of each round of the joint fit (L-BFGS/BFGS);
 * ``theta_max_iter``: iterations of each convex Theta-step (always full-batch L-BFGS);

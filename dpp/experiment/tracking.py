@@ -31,7 +31,7 @@ from pathlib import Path
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from dpp.run_folder import flatten
+from dpp.experiment.run_folder import flatten
 
 logger = logging.getLogger(__name__)
 
@@ -211,7 +211,7 @@ class MlflowSweepCallback(Callback):
 
     ``on_multirun_start`` creates it and writes its id to ``<sweep dir>/tracking_parent.json``,
     where every job finds it; ``on_multirun_end`` writes the sweep table and figure
-    (:func:`dpp.sweep.write_sweep`), logs them with the sweep's files (Optuna's
+    (:func:`dpp.experiment.sweep.write_sweep`), logs them with the sweep's files (Optuna's
     ``optimization_results.yaml``) and ends it.
     """
 
@@ -242,8 +242,9 @@ class MlflowSweepCallback(Callback):
         client = _client(tracking.uri)
         run_id = json.loads(parent_file.read_text())["run_id"]
         sweep_dir = Path(config.hydra.sweep.dir)
-        try:  # the sweep's table and figure (dpp/sweep.py), as scripts/collect.py writes them
-            from dpp.sweep import write_sweep
+        # the sweep's table and figure (dpp/experiment/sweep.py), as scripts/collect.py writes them
+        try:
+            from dpp.experiment.sweep import write_sweep
 
             write_sweep(sweep_dir)
         except (FileNotFoundError, ValueError) as err:

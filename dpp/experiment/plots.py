@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 
+from dpp.experiment.reporting import summarize  # noqa: E402
 from dpp.model import FittedModel  # noqa: E402
-from dpp.reporting import summarize  # noqa: E402
 from dpp.sets import RaggedSets  # noqa: E402
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dpp.model_file import jsonable  # re-exported: its old home
+
 SCHEMA_VERSION = 1
 
 #: Metrics summarised per method, in table order (those present in the records are used).
@@ -273,18 +275,3 @@ def _write_csv(path: Path, records: list[dict]) -> None:
         writer = csv.DictWriter(handle, fieldnames=scalar_keys, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(records)
-
-
-def jsonable(value):
-    """``value`` with arrays as lists, NumPy scalars as Python ones and NaN/inf as ``None``."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

@@ -27,7 +27,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from dpp.errors import ConfigError
-from dpp.reporting import load_results, run_state
+from dpp.experiment.reporting import load_results, run_state
 
 #: Config keys whose value may change when a run is resumed (they change no result); keys under
 #: ``distributed.`` (a new launch has a new coordinator) and ``tracking.`` also may.

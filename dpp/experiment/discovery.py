@@ -18,7 +18,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from dpp.plots import save_figure  # noqa: E402
+from dpp.experiment.plots import save_figure  # noqa: E402
 
 
 def prototype_associations(theta: np.ndarray) -> np.ndarray:

@@ -20,8 +20,8 @@ import matplotlib.ticker  # noqa: E402
 import pandas as pd  # noqa: E402
 from omegaconf import OmegaConf  # noqa: E402
 
-from dpp.plots import COLOURS, save_figure  # noqa: E402
-from dpp.reporting import load_results, run_state, summarize  # noqa: E402
+from dpp.experiment.plots import COLOURS, save_figure  # noqa: E402
+from dpp.experiment.reporting import load_results, run_state, summarize  # noqa: E402
 
 #: Per-method metrics of a job's row (means over its trials), where the records have them.
 ROW_METRICS = ("accuracy", "test_log_likelihood", "kl_bits")
@@ -69,7 +69,8 @@ def collect(multirun_dir: str | Path) -> pd.DataFrame:
     """One row per job of a multirun directory, in job order.
 
     Columns: ``job`` (Hydra's job number), ``overrides``, one column per overridden key (its
-    value), ``status`` (``complete``, ``failed``, ``killed``, ... as :func:`dpp.reporting.run_state`
+    value), ``status`` (``complete``, ``failed``, ``killed``, ... as
+    :func:`dpp.experiment.reporting.run_state`
     tells it; ``no results`` for a job that never wrote ``results.json``), ``trials``, the
     validation metric returned to the sweeper (where the run had one), and
     ``<method> <metric>`` means over trials of :data:`ROW_METRICS`.

@@ -15,10 +15,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpp import params
 from dpp.errors import ConfigError
-from dpp.experiment_settings import VALIDATION_METRICS
+from dpp.experiment.settings import VALIDATION_METRICS
+from dpp.experiment.splits import SPLIT_KINDS
 from dpp.pooling import POOLINGS
 from dpp.solvers.options import OPTIMIZERS, OPTION_RULES, optimizer_options
-from dpp.splits import SPLIT_KINDS
 
 L2_SELECTION_KINDS = ("fixed", "cv", "dpp_cv")
 

@@ -22,12 +22,13 @@ from sklearn.base import clone
 from dpp.datasets.base import Dataset
 from dpp.errors import ConfigError, NonFiniteResultError
 from dpp.estimators import DPPClassifierCV, PrototypeClassifier, StandardPrototypeClassifier
-from dpp.experiment_settings import TrialSettings
+from dpp.experiment.settings import TrialSettings
+from dpp.experiment.splits import block_ids, split_indices
 from dpp.init import kmeans_centres
 from dpp.metrics import evaluate
 from dpp.model import FittedModel
+from dpp.selection import holdout_split
 from dpp.sets import Layout, RaggedSets
-from dpp.splits import block_ids, holdout_split, split_indices
 from dpp.units import Affine
 
 logger = logging.getLogger(__name__)
@@ -182,7 +183,7 @@ def run_trial(
     """Runs trial ``trial``: every method on the same split, evaluated on the test sets.
 
     Args:
-        settings: the run's settings (:func:`dpp.experiment_settings.trial_settings`).
+        settings: the run's settings (:func:`dpp.experiment.settings.trial_settings`).
         dataset: all sets.
         trial: trial index (seed ``settings.seed + trial``).
         on_record: called with each method's record as soon as it exists.

@@ -9,6 +9,8 @@ import numpy as np
 from scipy import ndimage
 from sklearn.model_selection import train_test_split
 
+from dpp.selection import holdout_split  # noqa: F401  (re-exported: its old home)
+
 SPLIT_KINDS = ("stratified", "random", "per_class", "spatial_blocks")
 
 
@@ -125,31 +127,6 @@ def check_split(labels: np.ndarray, class_names, kind: str, train_per_class=None
                 f"class {name!r} has {count} set(s); a {kind} split needs at least {need} sets "
                 "per class (to train and to test)"
             )
-
-
-def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted ``(fit, held_out)`` indices: ``ceil(fraction * N)`` sets held out of ``N``.
-
-    Stratified by the label's argmax when every present class has two sets and there are at
-    least as many held-out sets as classes; otherwise a plain random draw. Used for early
-    stopping and for the validation metric of a sweep (held out of the *training* sets).
-
-    Args:
-        labels: ``[N, C]`` (soft) labels.
-        fraction: share held out, in ``(0, 1)``.
-        seed: random state.
-
-    Returns:
-        Two sorted int arrays partitioning ``range(N)``.
-    """
-    strata = np.argmax(np.asarray(labels), axis=1)
-    counts = np.bincount(strata)
-    held_out = int(np.ceil(fraction * len(strata)))
-    stratify = strata if counts[counts > 0].min() >= 2 and held_out >= np.sum(counts > 0) else None
-    fit, rest = train_test_split(
-        np.arange(len(strata)), test_size=fraction, random_state=seed, stratify=stratify
-    )
-    return np.sort(fit), np.sort(rest)
 
 
 def block_ids(positions: np.ndarray, block_size: int) -> np.ndarray:

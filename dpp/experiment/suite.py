@@ -45,8 +45,8 @@ from dpp.estimators import (
     PoolingClassifier,
     StandardPrototypeClassifier,
 )
+from dpp.experiment.reporting import Heartbeat, process_identity
 from dpp.metrics import evaluate
-from dpp.reporting import Heartbeat, process_identity
 
 #: Tasks by name: (loader, K of the prototype methods, what the label depends on).
 TASKS: dict[str, tuple[Callable[[], Dataset], int, str]] = {
@@ -299,7 +299,8 @@ def run_suite(
     The files are rewritten after every task, with ``status`` ``running``; at the end it is
     ``complete``, or ``failed``/``interrupted`` with the error, keeping the finished tasks.
     ``suite.json`` holds the process's pid, host and start time and ``heartbeat.json`` is
-    refreshed while it lives (:class:`dpp.reporting.Heartbeat`), so a ``running`` left by a
+    refreshed while it lives (:class:`dpp.experiment.reporting.Heartbeat`), so a ``running``
+    left by a
     killed process can be told apart. With ``resume`` every task that ``suite.json`` holds is
     kept and the others run; a complete run that holds every task asked for is left as it is,
     and one line says so.
@@ -401,7 +402,7 @@ def suite_figure(records: list[dict], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dpp.plots import save_figure
+    from dpp.experiment.plots import save_figure
 
     frame = pd.DataFrame(records)
     tasks = list(dict.fromkeys(frame.task))

@@ -1,8 +1,9 @@
 """The experiment layer: runs a composed Hydra config and writes its outputs.
 
 ``run(cfg)`` is what ``experiments/run.py`` calls. Concerns are split:
-:mod:`dpp.experiment_settings` turns the config into estimators and typed settings (methods are
-``_target_`` classes), :mod:`dpp.protocol` runs one trial and returns its records (no I/O), and
+:mod:`dpp.experiment.settings` turns the config into estimators and typed settings (methods are
+``_target_`` classes), :mod:`dpp.experiment.protocol` runs one trial and returns its records
+(no I/O), and
 this module owns the outputs: ``results.json``/``results.csv``/``table.md`` after each fit, the
 heartbeat, resumption, signals, the first trial's fitted models (``models/<method>.npz``) and
 figures, the run figures and the paper tables.
@@ -26,20 +27,20 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm.auto import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-import dpp.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
-from dpp import discovery, plots, run_folder, tracking
-from dpp.compilation import enable_persistent_cache
-from dpp.config_check import check_config
+import dpp.experiment.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
-from dpp.experiment_settings import method_configs, trial_settings
+from dpp.experiment import discovery, plots, run_folder, tracking
+from dpp.experiment.compilation import enable_persistent_cache
+from dpp.experiment.config_check import check_config
+from dpp.experiment.protocol import Trial, run_trial
+from dpp.experiment.reporting import Heartbeat, process_identity, write_results
+from dpp.experiment.settings import method_configs, trial_settings
+from dpp.experiment.splits import check_split
+from dpp.experiment.suite import check_suite, run_suite
+from dpp.experiment.tables import REPORTS
 from dpp.model import CLEAN_STATUSES
-from dpp.protocol import Trial, run_trial
-from dpp.reporting import Heartbeat, process_identity, write_results
 from dpp.sharding import initialize_distributed
-from dpp.splits import check_split
-from dpp.suite import check_suite, run_suite
-from dpp.tables import REPORTS
 
 logger = logging.getLogger(__name__)
 
@@ -141,10 +142,12 @@ def _kl_bits(out: Path, records: list[dict], name: str):
 
 # ---------------------------------------------------------------------- run
 def _run_suite(cfg: DictConfig, out: Path) -> dict:
-    """``experiment=suite``: every method on every task of :mod:`dpp.suite`, in the run folder.
+    """``experiment=suite``: every method on every task of :mod:`dpp.experiment.suite`.
+
+    In the run folder.
 
     The folder gets ``config.yaml``, the run's log, ``suite.json`` (with its status),
-    ``suite.csv``, ``suite.md`` and ``suite.png`` (:func:`dpp.suite.run_suite`).
+    ``suite.csv``, ``suite.md`` and ``suite.png`` (:func:`dpp.experiment.suite.run_suite`).
     SIGTERM/SIGINT end it ``interrupted`` with the finished tasks kept, and ``resume=true``
     continues it.
     """
@@ -373,9 +376,9 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     Every config value is checked before any data is read. ``results.json`` carries the run's
     status (``running``, ``complete``, ``failed``, ``interrupted``), the process's pid, host and
     start time, and fit warnings (a DPP fit whose status is not ``converged``); ``heartbeat.json``
-    is refreshed while the process lives, so :func:`dpp.reporting.run_state` recognises a killed
-    run. With ``resume=true`` a run continues in the same directory from its finished trials; a
-    directory that already holds a run is otherwise refused.
+    is refreshed while the process lives, so :func:`dpp.experiment.reporting.run_state`
+    recognises a killed run. With ``resume=true`` a run continues in the same directory from its
+    finished trials; a directory that already holds a run is otherwise refused.
 
     Args:
         cfg: the root config (``configs/config.yaml`` with overrides).
@@ -387,7 +390,8 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
 
     Raises:
         ConfigError: a bad config value, ``devices`` beyond JAX's count, or a folder that holds
-            a run it may not continue (all before anything is written, :mod:`dpp.run_folder`);
+            a run it may not continue (all before anything is written,
+            :mod:`dpp.experiment.run_folder`);
             a ``K`` beyond a trial's training vectors (before k-means; ``status = "failed"``).
         DataError: a class too small for the split, naming the class and the file.
         NonFiniteResultError: a fit or metric is not finite; ``results.json`` then holds the

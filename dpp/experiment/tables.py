@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpp.reporting import describe
+from dpp.experiment.reporting import describe
 
 #: Table 1 of the paper (MPEG-7, accuracy %, mean ± one standard deviation over 5 trials).
 PAPER_TABLE1 = {

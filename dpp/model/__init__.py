@@ -1,0 +1,43 @@
+"""The fit of DPP and what every method's fit returns.
+
+* :mod:`dpp.model.fitted`: :class:`FittedModel` (what every method returns) and the status
+  rules (:data:`STATUSES`, :func:`fit_status`);
+* :mod:`dpp.model.fit`: the DPP learner :func:`fit_dpp` (k-means centres, then coordinate
+  ascent or a joint fit) and :func:`finish_fit`.
+
+The names below are those ``from dpp.model import ...`` gave before the split.
+"""
+
+from dpp.model.fit import MODES, finish_fit, fit_dpp
+from dpp.model.fitted import (
+    CLEAN_STATUSES,
+    MIN_VALIDATION_SETS,
+    SATURATED_CODE,
+    SATURATED_FRACTION,
+    STATIONARY_GRAD_NORM,
+    STATUSES,
+    FittedModel,
+    fit_status,
+    saturated_fraction,
+)
+
+__all__ = [
+    "CLEAN_STATUSES",
+    "MIN_VALIDATION_SETS",
+    "MODES",
+    "SATURATED_CODE",
+    "SATURATED_FRACTION",
+    "STATIONARY_GRAD_NORM",
+    "STATUSES",
+    "FittedModel",
+    "finish_fit",
+    "fit_dpp",
+    "fit_status",
+    "saturated_fraction",
+]
+
+
+def __getattr__(name: str):  # a submodule, imported on first use (``dpp.model.<module>``)
+    from dpp import lazy_attribute
+
+    return lazy_attribute(__name__, name)

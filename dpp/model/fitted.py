@@ -1,0 +1,211 @@
+"""Fitted prototype models and the truthful status of a fit.
+
+A :class:`FittedModel` is what every method (DPP and the baselines) returns: prototypes, an
+encoder (soft, eq. 3, or hard, eq. 1), the softmax classifier of eq. (16), the objective history
+and a status that tells the truth about the fit (:func:`fit_status`). Models are fitted in the
+internal units of :mod:`dpp.units` and map new sets into them before encoding. The
+experiment layer only talks to this type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
+
+from dpp.classifier import log_predictive
+from dpp.encoding import encode_hard, encode_soft, max_codes
+from dpp.likelihood import Params
+from dpp.pooling import MEAN, Pooling
+from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
+from dpp.solvers.coordinate_ascent import (
+    FitResult,
+)
+from dpp.units import IDENTITY, Normalizer
+
+#: Fit statuses: only ``converged`` is a clean success; the others are warnings (the estimators
+#: log them and raise :class:`dpp.errors.FitWarning`).
+STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
+#: Statuses of a fit that met its stopping rule (the others are logged as warnings).
+CLEAN_STATUSES = ("converged", "early_stopped")
+
+#: Early stopping needs at least this many validation sets; with fewer the fit stops by ``tol``.
+MIN_VALIDATION_SETS = 10
+#: A code is saturated (one-hot to working precision) when its largest entry exceeds this.
+SATURATED_CODE = 1.0 - 1e-6
+#: A fit is ``saturated`` when at least this fraction of the training vectors has saturated codes.
+SATURATED_FRACTION = 0.99
+#: A round without progress still counts as converged when the (mu, beta)-step's gradient norm
+#: (of ``-L / sum(w)`` in its well-scaled coordinates) is below this: a stationary point.
+STATIONARY_GRAD_NORM = 1e-4
+
+_encode_soft_jit = jax.jit(encode_soft)
+_encode_hard_jit = jax.jit(encode_hard)
+_log_predictive = jax.jit(log_predictive)
+_max_codes = jax.jit(max_codes)
+
+
+def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]) -> float:
+    """Fraction of the ``[U, D]`` vectors whose eq. (3) code is one-hot to working precision."""
+    vectors = np.asarray(vectors)
+    u = vectors.shape[0]
+    padded = np.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
+    padded[:u] = vectors  # on the host: an eager pad would compile once per size
+    codes = _max_codes(jnp.asarray(padded), mu, log_beta)
+    return float(np.mean(np.asarray(codes)[:u] > SATURATED_CODE))
+
+
+@dataclasses.dataclass(frozen=True)
+class FittedModel:
+    """A trained prototype model.
+
+    Attributes:
+        method: name of the method that produced it (``dpp``, ``standard``, ...).
+        mu: ``[K, D]`` prototypes in the model's internal units (``normalizer``); the
+            prototypes in the units of the features are :attr:`prototypes`.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature of the soft encoder of eq. (3), in
+            internal units (:attr:`beta` gives feature units), or ``None`` for the hard encoder
+            of eq. (1).
+        theta: ``[K, C]`` softmax classifier weights.
+        history: objective values recorded during training (method-specific meaning).
+        info: scalars worth reporting (status, rounds, inner iterations, final ``beta``, ...).
+        normalizer: map from feature units to internal units, applied to every set encoded.
+        pooling: how the soft encoder pools a set's codes (:mod:`dpp.pooling`; eq. 2's mean
+            by default); the hard encoder of eq. (1) always takes the mean (a histogram).
+    """
+
+    method: str
+    mu: Float[Array, "K D"]
+    log_beta: Float[Array, "*B"] | None
+    theta: Float[Array, "K C"]
+    history: np.ndarray
+    info: dict
+    normalizer: Normalizer = IDENTITY
+    pooling: Pooling = MEAN
+
+    @property
+    def prototypes(self) -> np.ndarray:
+        """``[K, D]`` float64 prototypes in the units of the features."""
+        return self.normalizer.inverse_vectors(np.asarray(self.mu))
+
+    def input_prototypes(self, preprocess) -> np.ndarray:
+        """``[K, D]`` float64 prototypes in the input units.
+
+        Args:
+            preprocess: the estimator's fitted :class:`~dpp.units.Affine` (or ``None``), whose
+                inverse takes the prototypes back to the input units.
+        """
+        prototypes = self.prototypes
+        return prototypes if preprocess is None else preprocess.inverse(prototypes)
+
+    @property
+    def beta(self) -> np.ndarray | None:
+        """Inverse temperature in 1 / squared feature units (``[]`` or ``[K]``), or ``None``."""
+        if self.log_beta is None:
+            return None
+        return np.exp(np.asarray(self.log_beta, np.float64) - self.normalizer.log_beta_offset())
+
+    @property
+    def params(self) -> Params:
+        """The soft model's parameters in internal units (use with :meth:`internal_sets`)."""
+        return Params(self.mu, self.log_beta, self.theta, self.pooling)
+
+    def internal_sets(self, sets: RaggedSets) -> RaggedSets:
+        """The sets with their vectors mapped into the model's internal units."""
+        if sets.dim != self.mu.shape[1]:
+            raise ValueError(
+                f"the sets have D = {sets.dim} features but the model was fitted on "
+                f"D = {self.mu.shape[1]}"
+            )
+        return self.normalizer.sets(sets)
+
+    def _encode_bucketed(self, sets: RaggedSets) -> Float[Array, "Nb K"]:
+        """Codes of the sets padded to their bucket (compiled once per bucket); first N real."""
+        sets = self.internal_sets(sets).bucketed()
+        if self.log_beta is None:
+            return _encode_hard_jit(sets, self.mu)
+        return _encode_soft_jit(sets, self.mu, self.log_beta, self.pooling)
+
+    def encode(self, sets: RaggedSets) -> Float[Array, "N K"]:
+        """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1)."""
+        return self._encode_bucketed(sets)[: sets.num_sets]
+
+    def log_predictive(self, sets: RaggedSets) -> Float[Array, "N C"]:
+        """``[N, C]`` log class probabilities of eq. (16) for each set.
+
+        Finite for every finite input: the encoders of :mod:`dpp.encoding` are finite for every
+        ``beta`` and the log-softmax is stable.
+        """
+        return _log_predictive(self._encode_bucketed(sets), self.theta)[: sets.num_sets]
+
+
+def fit_status(
+    result: FitResult,
+    saturated_fraction: float,
+    mode: str,
+    round_cap: int | None = None,
+    cap_source: str = "validation_fraction",
+) -> tuple[str, str]:
+    """The truthful status of a DPP fit, and a sentence saying why.
+
+    * ``saturated``: at least :data:`SATURATED_FRACTION` of the training vectors have one-hot
+      codes: the gradients vanish, so the fit stopped at the hard assignments of eq. (1) to its
+      current centres, whatever the stopping rule said;
+    * ``converged``: the stopping rule was met after a round that raised ``L``, or at a
+      stationary point (gradient norm below :data:`STATIONARY_GRAD_NORM`);
+    * ``stalled``: the last round raised ``L`` by nothing although the gradient is not small
+      (the line searches found no better point);
+    * ``early_stopped``: the fit stopped at ``round_cap``, a number of rounds chosen on
+      held-out sets (early stopping's refit, or a cross-validation's choice), or it returns an
+      earlier round than its last, the best on given validation sets;
+    * ``max_rounds``: the round cap (or, in joint mode, the solver's iteration cap) was reached
+      while ``L`` was still rising.
+
+    Args:
+        result: output of :func:`~dpp.solvers.coordinate_ascent.coordinate_ascent` or
+            :func:`~dpp.solvers.coordinate_ascent.fit_joint`.
+        saturated_fraction: fraction of training vectors with saturated codes.
+        mode: ``coordinate_ascent`` or ``joint``.
+        round_cap: the number of rounds, chosen on held-out sets, the fit was capped at, if any.
+        cap_source: what chose ``round_cap``: ``validation_fraction`` (early stopping) or
+            ``round_cap`` (a cross-validation).
+
+    Returns:
+        ``(status, reason)`` with ``status`` in :data:`STATUSES`.
+    """
+    diag = result.diagnostics
+    last = int(result.num_rounds)
+    progress = bool(diag.prototype_accepted[last]) or bool(diag.theta_accepted[last])
+    grad_norm = float(diag.grad_norm[last])
+    if saturated_fraction >= SATURATED_FRACTION:
+        return "saturated", (
+            f"{100 * saturated_fraction:.1f}% of the training vectors have one-hot codes, where "
+            "the gradients vanish: the fit stopped at hard assignments to its centres (eq. 1)"
+        )
+    if round_cap is not None and not bool(result.converged) and last == round_cap:
+        if cap_source == "round_cap":
+            return "early_stopped", (
+                f"stopped after round {last}, the number of rounds chosen on held-out sets"
+            )
+        return "early_stopped", f"stopped after round {last}, the best on the validation sets"
+    if result.best_round is not None and int(result.best_round) < last:
+        return "early_stopped", (
+            f"returned round {int(result.best_round)} of {last}, the best on the validation sets"
+        )
+    if last == 0:
+        return "max_rounds", "no round was run (max_rounds = 0)"
+    if not bool(result.converged):
+        history = np.asarray(result.history)[: last + 1]
+        gain = (history[-1] - history[-2]) / max(abs(history[-2]), 1e-30)
+        return "max_rounds", (
+            f"stopped at the round cap ({last} rounds) while L was still rising "
+            f"({gain:.2g} relative in the last round)"
+        )
+    if progress or grad_norm <= STATIONARY_GRAD_NORM:
+        return "converged", "the stopping rule was met"
+    return "stalled", (
+        f"the last round did not raise L although the gradient norm is {grad_norm:.3g}"
+    )

@@ -1,0 +1,72 @@
+"""Issue 35: a layout that shows the layers; ``import dpp`` lazy; moved modules still import."""
+
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+_HEAVY = ("hydra", "omegaconf", "matplotlib", "pandas", "dpp.experiment.config_store")
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_import_dpp_loads_no_hydra_matplotlib_pandas_or_config_store():
+    loaded = _loaded_after("import dpp")
+    assert not [m for m in _HEAVY if m in loaded]
+    assert not [m for m in loaded if m.startswith("dpp.")]  # every submodule on first use
+
+
+def test_an_estimator_loads_no_experiment_layer():
+    loaded = _loaded_after("import dpp\ndpp.DPPClassifier\ndpp.RaggedSets")
+    assert "dpp.estimators.dpp" in loaded
+    assert not [m for m in ("hydra", "omegaconf", "matplotlib") if m in loaded]
+    assert not [m for m in loaded if m.startswith("dpp.experiment")]
+
+
+def test_at_most_16_modules_at_the_top_of_the_package():
+    modules = sorted(p.stem for p in (REPO / "dpp").glob("*.py") if p.stem != "__init__")
+    assert len(modules) <= 16, modules
+
+
+def test_public_names_and_submodules_come_from_import_dpp():
+    import dpp
+
+    for name in dpp.__all__:
+        assert getattr(dpp, name) is not None
+    assert dpp.experiment.protocol.run_trial is not None
+    assert dpp.sets.Layout is dpp.padding.Layout
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        dpp.nonexistent  # noqa: B018
+
+
+@pytest.mark.parametrize("old", ["protocol", "experiment_settings", "normalize", "persist"])
+def test_a_moved_module_imports_under_its_old_name_with_a_warning(old):
+    import importlib
+
+    import dpp
+
+    new = importlib.import_module(dpp.MOVED[f"dpp.{old}"])
+    sys.modules.pop(f"dpp.{old}", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        alias = importlib.import_module(f"dpp.{old}")
+    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+    public = [n for n in vars(new) if not n.startswith("_")]
+    assert public and all(getattr(alias, n) is getattr(new, n) for n in public)
+    assert new.__spec__.name == new.__name__  # the moved module keeps its own spec
+
+
+def test_the_layers_contract_is_kept():
+    pytest.importorskip("importlinter")  # the test extra installs it
+    code = "from importlinter.cli import lint_imports; raise SystemExit(lint_imports())"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "0 broken" in proc.stdout
