@@ -57,6 +57,7 @@ _PUBLIC = {
     "mean_log_likelihood": "dpp.likelihood",
     "objective": "dpp.likelihood",
     "set_log_likelihood": "dpp.likelihood",
+    "FitReport": "dpp.model",
     "FittedModel": "dpp.model",
     "fit_dpp": "dpp.model",
     "load": "dpp.estimators.io",

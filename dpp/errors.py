@@ -45,7 +45,7 @@ class FitWarning(ConvergenceWarning):
     A subclass of scikit-learn's ``ConvergenceWarning``, so ``warnings`` filters, pytest and
     scikit-learn's model selection see it; the message names the estimator and its parameters
     (which candidate of a search it came from), the status and the reason. The fitted estimator
-    keeps the status in ``fit_info_``.
+    keeps the status in ``fit_report_``.
     """
 
 

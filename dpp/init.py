@@ -17,9 +17,18 @@ import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
 
+#: k-means restarts and Lloyd iterations per restart: the one home of the defaults that every
+#: estimator's ``kmeans_n_init``/``kmeans_max_iter`` and the Hydra ``kmeans`` group take.
+KMEANS_N_INIT = 1
+KMEANS_MAX_ITER = 300
+
 
 def kmeans_centres(
-    vectors: np.ndarray, num_prototypes: int, seed: int, n_init: int = 1, max_iter: int = 300
+    vectors: np.ndarray,
+    num_prototypes: int,
+    seed: int,
+    n_init: int = KMEANS_N_INIT,
+    max_iter: int = KMEANS_MAX_ITER,
 ) -> np.ndarray:
     """K-means centres of the training vectors (scikit-learn ``KMeans``, k-means++ seeding).
 

@@ -232,7 +232,7 @@ def cross_validation(args) -> None:
     iterations: dict[float, list[int]] = {}  # l2 -> (mu, beta) iterations of its fold fits
 
     def accuracy(est, X_val, y_val):  # GridSearchCV's default score; records the fit's work
-        steps = est.fit_info_["steps"]
+        steps = est.fit_report_.prototypes.steps
         iterations.setdefault(est.l2, []).append(int(sum(steps["prototype_iters"])))
         return est.score(X_val, y_val)
 
@@ -403,7 +403,7 @@ def _fit_cost(sets: RaggedSets, l2: float) -> float:
     start = time.perf_counter()
     est = DPPClassifier(random_state=0, l2=l2).fit(sets)
     fit_s = time.perf_counter() - start
-    steps = est.fit_info_["steps"]
+    steps = est.fit_report_.prototypes.steps
     proto, theta = sum(steps["prototype_iters"]), sum(steps["theta_iters"])
     model = est.model_
     layout = model.normalizer.sets(sets).bucketed()
@@ -413,7 +413,7 @@ def _fit_cost(sets: RaggedSets, l2: float) -> float:
     k = model.mu.shape[0]
     flops = 4 * rows * dim * k  # x.mu^T forward, sum_x s (x - c) backward: 2 T D K each
     print(
-        f"one fit at l2 = {l2:g} (compiled): {fit_s:.2f} s, {est.fit_info_['rounds']} rounds, "
+        f"one fit at l2 = {l2:g} (compiled): {fit_s:.2f} s, {est.fit_report_.rounds} rounds, "
         f"{proto} (mu, beta) + {theta} Theta iterations"
     )
     print(
@@ -513,8 +513,9 @@ def _scale_one(args) -> None:
     """One size of ``--scale`` (a child process, so its peak memory is its own)."""
     import json
 
-    from dpp.solvers.coordinate_ascent import FitSettings, _prototype_step
     from dpp.solvers.minibatch import AdamSettings, batch_capacity
+    from dpp.solvers.prototype import _prototype_step
+    from dpp.solvers.settings import FitSettings
 
     total = int(float(args.scale_one))
     mean_size = (args.min_size + args.max_size) / 2

@@ -61,13 +61,13 @@ def probe(name: str, loader, k: int, folds: int) -> dict[str, dict]:
             est.fit(sets.subset(train))
             seconds = time.perf_counter() - t0
             metrics = evaluate(est.predict_log_proba(sets.subset(test)), labels[test])
-            info = est.fit_info_
+            report = est.fit_report_
             rows.append(
                 (
                     metrics["accuracy"],
                     metrics["test_log_likelihood"],
-                    info["saturated_fraction"],
-                    info["status"] == "saturated",
+                    report.prototypes.saturated_fraction,
+                    report.status == "saturated",
                     seconds,
                 )
             )

@@ -51,8 +51,8 @@ def main() -> None:
                 metrics = evaluate(est.predict_log_proba(sets.subset(test)), labels[test])
                 acc.append(metrics["accuracy"])
                 ll.append(metrics["test_log_likelihood"])
-                one_hot.append(est.fit_info_.get("saturated_fraction") or 0.0)
-                statuses.append(est.fit_info_.get("status"))
+                one_hot.append(est.fit_report_.prototypes.saturated_fraction or 0.0)
+                statuses.append(est.fit_report_.status)
             print(
                 f"{task} {name:<28} accuracy {100 * np.mean(acc):.1f}%  log-lik {np.mean(ll):.3f}"
                 f"  one-hot {np.mean(one_hot):.3f}  {statuses}  {time.perf_counter() - t0:.0f} s",

@@ -279,7 +279,7 @@ def test_a_selection_and_its_refit_run_one_coordinate_ascent_program(caplog):
     assert counter.programs("coordinate_ascent") == 0, counter.names
     np.testing.assert_array_equal(fitted.model_.history, quiet.model_.history)
     rounds = [r for r in caplog.records if "coordinate ascent round" in r.getMessage()]
-    assert len(rounds) == fitted.fit_info_["rounds"] > 0
+    assert len(rounds) == fitted.fit_report_.rounds > 0
 
 
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
@@ -290,5 +290,5 @@ def test_early_stopping_and_its_refit_run_one_coordinate_ascent_program():
     est = DPPClassifier(n_prototypes=3, max_rounds=2, validation_fraction=0.25, random_state=0)
     with CompileCounter() as counter:
         est.fit(data.sets)
-    assert est.fit_info_["early_stopping"]["source"] == "validation_fraction"
+    assert est.fit_report_.early_stopping.source == "validation_fraction"
     assert counter.programs("coordinate_ascent") == 1, counter.names

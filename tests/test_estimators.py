@@ -76,8 +76,8 @@ def test_fit_predict_with_string_labels(fitted, problem):
     assert fitted.score(X_test, y_test) >= 0.8  # the classes differ by 2.4 s.d. in one feature
     assert fitted.prototypes_.shape == (3, 3) and fitted.theta_.shape == (3, 2)
     assert np.isscalar(fitted.beta_) and fitted.beta_ > 0
-    assert fitted.n_features_in_ == 3 and fitted.n_iter_ == fitted.fit_info_["rounds"]
-    assert fitted.converged_ == (fitted.fit_info_["status"] == "converged")
+    assert fitted.n_features_in_ == 3 and fitted.n_iter_ == fitted.fit_report_.rounds
+    assert fitted.converged_ == (fitted.fit_report_.status == "converged")
     np.testing.assert_allclose(
         np.log(proba), fitted.predict_log_proba(X_test), rtol=1e-6, atol=1e-9
     )
@@ -188,7 +188,7 @@ def test_save_load_round_trip_and_refusals(fitted, problem, tmp_path):
     loaded = load(path)
     assert type(loaded) is DPPClassifier and loaded.get_params() == fitted.get_params()
     np.testing.assert_array_equal(loaded.predict_proba(X_test), fitted.predict_proba(X_test))
-    assert list(loaded.classes_) == ["cat", "dog"] and loaded.fit_info_["status"]
+    assert list(loaded.classes_) == ["cat", "dog"] and loaded.fit_report_.status
     # a file from a newer format version
     with np.load(path, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
@@ -327,7 +327,7 @@ def test_cli_and_estimator_fit_the_same_model(tmp_path):
         saved.predict_proba(data.sets.subset(test)),
         rtol=1e-6,
     )
-    assert clf.fit_info_["rounds"] == saved.fit_info_["rounds"]
+    assert clf.fit_report_.rounds == saved.fit_report_.rounds
 
 
 def test_as_sets_refuses_a_flat_array():
@@ -366,8 +366,8 @@ def test_an_unclean_fit_is_a_fit_warning_naming_the_candidate(problem):
         "validation_fraction=0.0)"
     )
     assert warning.filename == __file__  # the caller's line (issue 36)
-    assert f"fit {clf.fit_info_['status']}: {clf.fit_info_['status_reason']}" in message
-    assert clf.fit_info_["status"] == "max_rounds" and clf.converged_ is False
+    assert f"fit {clf.fit_report_.status}: {clf.fit_report_.reason}" in message
+    assert clf.fit_report_.status == "max_rounds" and clf.converged_ is False
     with warnings.catch_warnings():  # a clean fit warns nothing
         warnings.simplefilter("error", FitWarning)
         DPPClassifier(n_prototypes=3, random_state=1).fit(X, y)

@@ -59,13 +59,13 @@ def test_the_networks_classify_any_labels_and_ignore_vector_order(problem, fitte
     rng = np.random.default_rng(0)
     shuffled = [x[rng.permutation(len(x))] for x in X_test]
     np.testing.assert_allclose(est.predict_proba(shuffled), proba, rtol=1e-4, atol=1e-6)
-    info = est.fit_info_
-    assert info["status"] in ("early_stopped", "max_rounds")
-    early = info["early_stopping"]
-    assert early["validation_sets"] == 16 and early["best_epoch"] == info["epochs"]
-    history = np.asarray(early["validation_history"])
-    assert history.size == early["epochs_monitored"] + 1
-    assert np.argmax(history) == early["best_epoch"]  # the best epoch, by the held-out sets
+    report = est.fit_report_
+    assert report.status in ("early_stopped", "max_rounds") and report.unit == "epoch"
+    early = report.early_stopping
+    assert early.validation_sets == 16 and early.best == report.rounds
+    history = np.asarray(early.validation_history)
+    assert history.size == early.monitored + 1
+    assert np.argmax(history) == early.best  # the best epoch, by the held-out sets
 
 
 def test_padding_rows_and_other_buckets_change_no_prediction(fitted):
@@ -116,7 +116,7 @@ def test_a_fit_that_ran_out_of_epochs_is_a_fit_warning(problem):
     ) as caught:
         est = dpp.AttentionMILClassifier(**{**SMALL, "max_epochs": 2, "learning_rate": 1e-2})
         est.fit(X, y)
-    assert caught[0].filename == __file__ and est.fit_info_["status"] == "max_rounds"
+    assert caught[0].filename == __file__ and est.fit_report_.status == "max_rounds"
 
 
 def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, tmp_path):
@@ -141,7 +141,10 @@ def test_dpp_on_a_learned_embedding(problem, tmp_path):
     ).fit(X, y)  # fmt: skip
     assert est.score(X_test, y_test) >= 0.8
     assert est.transform(X_test).shape == (40, 6) and est.prototypes_.shape == (6, 8)
-    assert est.fit_info_["embedding"] == [16, 8] and est.fit_info_["status"] == "early_stopped"
+    assert (
+        est.fit_report_.prototypes.embedding == (16, 8)
+        and est.fit_report_.status == "early_stopped"
+    )
     loaded = dpp.load(est.save(tmp_path / "embedded.npz"))
     np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
     np.testing.assert_array_equal(loaded.transform(X_test), est.transform(X_test))

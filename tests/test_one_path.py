@@ -55,7 +55,7 @@ def _same(saved_path, estimator, test):
         estimator.predict_proba(test), saved.predict_proba(test), rtol=1e-5, atol=1e-7
     )
     np.testing.assert_allclose(estimator.prototypes_, saved.prototypes_, rtol=1e-5, atol=1e-6)
-    assert estimator.fit_info_.get("rounds") == saved.fit_info_.get("rounds")
+    assert estimator.fit_report_.rounds == saved.fit_report_.rounds
 
 
 def test_cli_with_shared_lambda_equals_the_estimators(tmp_path, split):

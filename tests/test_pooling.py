@@ -98,7 +98,7 @@ def test_pooled_baselines_classify_and_ignore_vector_order():
         est.fit(X, np.where(y, "b", "a"))
         assert list(est.classes_) == ["a", "b"]
         assert est.score(X_test, np.where(y_test, "b", "a")) >= 0.75
-        assert est.fit_info_["status"] == "converged"
+        assert est.fit_report_.status == "converged"
         assert est.C_position_ in ("interior", "strongest edge", "weakest edge")
         shuffled = [x[rng.permutation(len(x))] for x in X_test]
         np.testing.assert_allclose(
@@ -130,10 +130,10 @@ def test_pooled_baselines_save_and_load_through_the_model_file(tmp_path):
         loaded = dpp.load(path)
         assert type(loaded) is type(est) and list(loaded.classes_) == list(est.classes_)
         np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
-        assert (loaded.C_, loaded.C_position_, loaded.fit_info_) == (
+        assert (loaded.C_, loaded.C_position_, loaded.fit_report_) == (
             est.C_,
             est.C_position_,
-            est.fit_info_,
+            est.fit_report_,
         )
         if isinstance(est, BagOfWordsClassifier):
             np.testing.assert_allclose(loaded.prototypes_, est.prototypes_, atol=1e-6)  # float32

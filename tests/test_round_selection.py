@@ -15,7 +15,7 @@ from dpp.errors import FitWarning
 from dpp.estimators import DPPClassifier, DPPClassifierCV
 from dpp.init import kmeans_centres
 from dpp.metrics import weighted_score
-from dpp.model import fit_dpp
+from dpp.model import EarlyStopping, fit_dpp
 from dpp.solvers.coordinate_ascent import FitSettings
 
 QUICK = {"random_state": 0, "optimizer_options": {"max_iter": 20, "theta_max_iter": 100}}
@@ -97,9 +97,9 @@ def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     # every round is a candidate, the last (the plain selection's fit) among them
     assert search.best_score_ >= plain.best_score_ - 1e-6 * abs(plain.best_score_)
     assert plain.best_rounds_ is None and "rounds" not in plain.cv_results_
-    info = search.best_estimator_.fit_info_
-    assert info["rounds"] <= search.best_rounds_
-    assert info["early_stopping"] == {"source": "round_cap", "round_cap": search.best_rounds_}
+    report = search.best_estimator_.fit_report_
+    assert report.rounds <= search.best_rounds_
+    assert report.early_stopping == EarlyStopping("round_cap", round_cap=search.best_rounds_)
     with pytest.raises(ValueError, match="select_rounds=False"):
         DPPClassifierCV(base, l2s=[1e-2], cv=3, scoring="accuracy", pooling=None).fit(train)
 
@@ -122,8 +122,8 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
         weights = np.ones(len(labels))
         return weighted_score(search.predict_log_proba(test), labels, weights, "log_likelihood")
 
-    assert full.best_estimator_.fit_info_["status"] == "saturated"
-    assert chosen.best_estimator_.fit_info_["status"] != "saturated"
+    assert full.best_estimator_.fit_report_.status == "saturated"
+    assert chosen.best_estimator_.fit_report_.status != "saturated"
     assert chosen.best_rounds_ < base.max_rounds
     assert score(chosen) > score(full)
 
@@ -136,6 +136,6 @@ def test_a_plain_dpp_classifier_does_not_saturate_on_a_witness_task():
         warnings.simplefilter("ignore", FitWarning)
         to_tol = DPPClassifier(n_prototypes=6, validation_fraction=0.0, **QUICK).fit(train)
     plain = DPPClassifier(n_prototypes=6, **QUICK).fit(train)
-    assert to_tol.fit_info_["status"] == "saturated"
-    assert plain.fit_info_["status"] == "early_stopped"
-    assert plain.fit_info_["saturated_fraction"] < 0.5
+    assert to_tol.fit_report_.status == "saturated"
+    assert plain.fit_report_.status == "early_stopped"
+    assert plain.fit_report_.prototypes.saturated_fraction < 0.5

@@ -199,7 +199,7 @@ def test_every_fit_mode_learns_with_every_pooling_and_saves_it(rng, settings, tm
     assert np.all(np.diff(history) >= -1e-6 * np.abs(history[:-1]))  # L never decreases
     assert est.score(X, y) >= 0.75
     if settings["pooling"] == "gem":
-        assert 1.0 <= est.fit_info_["pooling_p"] <= GEM_P_MAX
+        assert 1.0 <= est.fit_report_.prototypes.pooling_p <= GEM_P_MAX
     loaded = dpp.load(est.save(tmp_path / "model.npz"))
     assert loaded.model_.pooling.kind == settings["pooling"]
     np.testing.assert_array_equal(loaded.predict_proba(X), est.predict_proba(X))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import types
+import warnings
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +22,7 @@ from dpp import model_file
 from dpp import params as check
 from dpp.errors import ModelFileError, NonFiniteResultError, warn_caller
 from dpp.init import kmeans_centres
-from dpp.model import CLEAN_STATUSES, FittedModel
+from dpp.model import FitReport, FittedModel
 from dpp.model_file import jsonable
 from dpp.pooling import MEAN, make_pooling
 from dpp.sets import RaggedSets, one_hot
@@ -175,7 +177,40 @@ def _store(estimator, values: dict) -> None:
             setattr(estimator, name, value)
 
 
-class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
+class FitReportView:
+    """``fit_info_``: the deprecated dict view of ``fit_report_`` (kept for one release)."""
+
+    @property
+    def fit_info_(self):
+        """Read-only dict view of :attr:`fit_report_` (its JSON form); deprecated.
+
+        Raises:
+            AttributeError: for an unfitted estimator.
+        """
+        report = self.__dict__.get("fit_report_")
+        if report is None:
+            raise AttributeError(f"{type(self).__name__} is not fitted: no fit_info_")
+        warnings.warn(
+            "fit_info_ is deprecated: read the typed fit_report_ (dpp.FitReport); its JSON form "
+            "is fit_report_.to_dict()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return types.MappingProxyType(report.to_dict())
+
+
+def warn_unclean(estimator) -> None:
+    """A :class:`~dpp.errors.FitWarning` at the caller's line for a fit that did not end clean.
+
+    The command line logs each one as a line of the run's log; from Python,
+    ``logging.captureWarnings(True)`` does the same.
+    """
+    report = estimator.fit_report_
+    if not report.clean:
+        warn_caller(f"{estimator._describe()}: fit {report.status}: {report.reason}")
+
+
+class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of the prototype classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_fit_model``. Fitted attributes:
@@ -188,7 +223,8 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
     * ``theta_`` ``[K, C]`` float64 classifier weights (eq. 16);
     * ``classes_`` ``[C]``, ``n_features_in_``, ``history_`` (the objective per round),
       ``n_iter_`` (rounds), ``converged_`` (``True`` only for a fit whose status is
-      ``converged``; ``None`` where the method has no iterative status), ``fit_info_``.
+      ``converged``; ``None`` where the method has no iterative status), ``fit_report_``
+      (:class:`dpp.FitReport`; ``fit_info_``, its dict view, is deprecated).
     """
 
     method: ClassVar[str] = ""
@@ -262,11 +298,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         The command line logs each one as a line of the run's log (:mod:`dpp.experiment.runner`);
         from Python, ``logging.captureWarnings(True)`` does the same.
         """
-        status = self.fit_info_.get("status")
-        if status is None or status in CLEAN_STATUSES:
-            return
-        message = f"{self._describe()}: fit {status}: {self.fit_info_.get('status_reason')}"
-        warn_caller(message)  # names the caller's line, not dpp's
+        warn_unclean(self)
 
     def _describe(self) -> str:
         """``Name(param=value, ...)``, naming the model: ``n_prototypes``, ``l2``, changed values.
@@ -343,10 +375,9 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.beta_ = None if beta is None else (float(beta) if beta.ndim == 0 else beta)
         self.theta_ = np.asarray(model.theta, np.float64)
         self.history_ = np.asarray(model.history, np.float64)
-        self.fit_info_ = model.info
-        self.n_iter_ = int(model.info.get("rounds", model.info.get("epochs", 1)))
-        status = model.info.get("status")
-        self.converged_ = None if status is None else status == "converged"
+        self.fit_report_ = FitReport.from_dict(model.method, model.info, model.history)
+        self.n_iter_ = self.fit_report_.rounds if self.fit_report_.iterative else 1
+        self.converged_ = None if self.fit_report_.status is None else self.fit_report_.converged
 
     # ------------------------------------------------------------------ predict
     def _prediction_sets(self, X) -> RaggedSets:
@@ -414,7 +445,7 @@ class PrototypeClassifier(ClassifierMixin, TransformerMixin, BaseEstimator):
             arrays["normalizer_shift"] = np.asarray(model.normalizer.shift, np.float64)
         for name, leaf in zip(("pool_rho",), jax.tree.leaves(model.pooling), strict=False):
             arrays[name] = np.asarray(leaf, np.float64)  # the generalised mean's rho
-        return write_model_file(self, path, model.method, arrays, model.info)
+        return write_model_file(self, path, model.method, arrays, self.fit_report_.to_dict())
 
     #: Arrays of this estimator's model file besides the shared ones (preprocessing and
     #: ``param_init``): ``(required, optional)`` names.

@@ -12,6 +12,7 @@ from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard, hard_code_model
 from dpp.estimators.base import PrototypeClassifier, _store
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
 from dpp.model import FittedModel
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
@@ -44,8 +45,8 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
         optimizer_options: dict | None = None,
-        kmeans_n_init: int = 1,
-        kmeans_max_iter: int = 300,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
         random_state: int | None = 0,
         verbose: bool = False,
     ):
@@ -116,8 +117,8 @@ class InfoLossClassifier(PrototypeClassifier):
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
         optimizer_options: dict | None = None,
-        kmeans_n_init: int = 1,
-        kmeans_max_iter: int = 300,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
         random_state: int | None = 0,
         verbose: bool = False,
     ):
@@ -166,8 +167,8 @@ class ClassPriorClassifier(PrototypeClassifier):
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
         optimizer_options: dict | None = None,
-        kmeans_n_init: int = 1,
-        kmeans_max_iter: int = 300,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
         random_state: int | None = 0,
         verbose: bool = False,
     ):

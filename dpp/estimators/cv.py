@@ -381,7 +381,7 @@ class _Search:
         self.scores: dict[tuple[int, float], np.ndarray] = {}
         self.rounds: dict[tuple[int, float], int] = {}
         self.seconds: dict[tuple[int, float], float] = {}
-        #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_info_["status"]``)
+        #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_report_.status``)
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
         #: DPP's folds (their held-out sets after the fitted ones) and the refit padded to one
@@ -423,10 +423,10 @@ class _Search:
                 if by_round:
                     est.fit(part, validation_sets=held, **self.fit_params)
                     by_fold.append(((k, l2), _scores_by_round(est)))
-                    self._status(k, l2, f, est.fit_info_.get("status"))
+                    self._status(k, l2, f, est.fit_report_.status)
                 else:
                     est.fit(part, **self.fit_params)
-                    self._status(k, l2, f, est.fit_info_.get("status"))
+                    self._status(k, l2, f, est.fit_report_.status)
                     score = weighted_score(
                         est.predict_log_proba(held), held.labels, held.weights, self.scoring
                     )
@@ -492,7 +492,7 @@ class _Search:
             scores = np.zeros(len(self.folds))
             for f, (_, val_idx) in enumerate(self.folds):
                 capped = iterations[f, j] >= solver.max_iter
-                self._status(k, value, f, "iteration_limit" if capped else "converged")
+                self._status(k, value, f, "max_rounds" if capped else "converged")
                 if not np.all(np.isfinite(thetas[f, j])):
                     raise NonFiniteResultError(
                         f"{type(self.base).__name__} fit of CV fold {f} at l2={value:.3g} "
@@ -525,12 +525,12 @@ def _scores_by_round(estimator: DPPClassifier) -> np.ndarray:
     when it stopped by ``tol`` (a fit capped later stops there too), NaN after a stop by
     ``patience``.
     """
-    early = estimator.fit_info_["early_stopping"]
-    history = np.asarray(early["validation_history"], np.float64)
-    last = early["rounds_monitored"]
+    early = estimator.fit_report_.early_stopping
+    history = np.asarray(early.validation_history, np.float64)
+    last = early.monitored
     scores = np.full(estimator.max_rounds + 1, np.nan)
     scores[: last + 1] = history
-    if last - early["best_round"] < estimator.patience:  # stopped by tol or max_rounds
+    if last - early.best < estimator.patience:  # stopped by tol or max_rounds
         scores[last + 1 :] = history[-1]
     return scores
 

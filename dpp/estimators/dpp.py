@@ -15,7 +15,7 @@ from dpp.baselines import neural
 from dpp.baselines.infoloss import InfoLossSettings
 from dpp.estimators.base import PrototypeClassifier, _store, write_model_file
 from dpp.estimators.neural import network_leaves, restore_network, train_with_early_stopping
-from dpp.init import init_log_beta, kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.model import MODES, FittedModel, fit_dpp
 from dpp.pooling import POOLINGS, exponent, make_pooling
@@ -135,8 +135,8 @@ class DPPClassifier(PrototypeClassifier):
         warm_start: bool = False,
         optimizer: str = solver_options.DEFAULT_OPTIMIZER,
         optimizer_options: dict | None = None,
-        kmeans_n_init: int = 1,
-        kmeans_max_iter: int = 300,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
         random_state: int | None = 0,
         verbose: bool = False,
         devices: int | str = 1,
@@ -214,7 +214,7 @@ class DPPClassifier(PrototypeClassifier):
                 held-out fold: a labelled :class:`~dpp.sets.RaggedSets` in the raw feature
                 units, its ``[M, C]`` label rows in the columns of ``classes_`` (what a
                 ``subset`` of the labelled training sets gives). Their weighted log-likelihood
-                per set is recorded after every round (``fit_info_["early_stopping"]``), the
+                per set is recorded after every round (``fit_report_.early_stopping``), the
                 fit stops once ``patience`` rounds have not raised it, and the best round's
                 parameters are kept. Not with ``validation_fraction > 0``.
             round_cap: a number of rounds chosen on held-out sets (what
@@ -360,7 +360,7 @@ class DPPClassifier(PrototypeClassifier):
             return super().save(path)
         check_is_fitted(self, "model_")
         leaves = network_leaves(self.model_.network)
-        return write_model_file(self, path, "dpp", leaves, self.model_.info)
+        return write_model_file(self, path, "dpp", leaves, self.fit_report_.to_dict())
 
     def _restore(self, path, header: dict, arrays: dict, dim: int) -> None:
         if self.embedding is None:

@@ -25,6 +25,7 @@ from dpp.estimators.baselines import (
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
+from dpp.model import FitReport
 from dpp.model_file import FORMAT, FORMAT_VERSION, bad, is_int  # noqa: F401  (dpp.persist's names)
 from dpp.units import Affine
 
@@ -97,6 +98,10 @@ def _check_header(path: Path, header: dict):
         raise bad(path, "info.rounds", f"must be an integer >= 0, got {info['rounds']!r}")
     if "status" in info and not isinstance(info["status"], str | None):
         raise bad(path, "info.status", f"must be text, got {info['status']!r}")
+    try:  # the typed report the estimator will carry
+        FitReport.from_dict(str(header.get("method")), info)
+    except (TypeError, ValueError) as err:
+        raise bad(path, "info", f"is not a fit report ({err})") from None
     return cls, estimator
 
 

@@ -30,9 +30,15 @@ from sklearn.utils.validation import check_is_fitted
 from dpp import model_file
 from dpp import params as check
 from dpp.baselines import neural
-from dpp.errors import warn_caller
-from dpp.estimators.base import _store, labelled_sets, prediction_sets, write_model_file
-from dpp.model import CLEAN_STATUSES, MIN_VALIDATION_SETS
+from dpp.estimators.base import (
+    FitReportView,
+    _store,
+    labelled_sets,
+    prediction_sets,
+    warn_unclean,
+    write_model_file,
+)
+from dpp.model import MIN_VALIDATION_SETS, FitReport
 from dpp.selection import holdout_split
 from dpp.sets import RaggedSets
 from dpp.units import Affine
@@ -129,6 +135,7 @@ def train_with_early_stopping(
         epochs = int(result.best_epoch)
         history = np.asarray(result.history, np.float64)[: ran + 1]
         early = {
+            "source": "validation_fraction",
             "validation_fraction": fraction,
             "validation_sets": int(held.num_sets),
             "best_epoch": epochs,
@@ -175,14 +182,15 @@ def _status(early: dict | None, skipped: str | None, settings) -> tuple[str, str
     )
 
 
-class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
+class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
     """Shared machinery of the neural set classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
     attributes: ``network_`` (the Equinox module), ``classes_``, ``n_features_in_``,
     ``preprocess_``, ``history_`` (empty: no objective is recorded per epoch), ``n_iter_``
-    (epochs of the refit), ``fit_info_`` (``status``, ``status_reason``, ``epochs``,
-    ``seconds``, ``early_stopping`` with the held-out log-likelihood per epoch).
+    (epochs of the refit), ``fit_report_`` (:class:`dpp.FitReport`: ``status``, ``reason``,
+    ``rounds`` in epochs, ``seconds``, ``early_stopping`` with the held-out log-likelihood per
+    epoch).
     """
 
     method: ClassVar[str] = ""
@@ -254,13 +262,13 @@ class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
         for leaf in jax.tree.leaves(eqx.filter(network, eqx.is_array)):
             if not np.all(np.isfinite(np.asarray(leaf))):
                 raise ValueError(f"{type(self).__name__} fit produced non-finite parameters")
-        self.network_, self.fit_info_ = network, info
+        self.network_ = network
+        self.fit_report_ = FitReport.from_dict(self.method, info)
         # no objective is recorded per epoch (the held-out log-likelihood per epoch is in
-        # fit_info_["early_stopping"]["validation_history"])
-        self.history_, self.n_iter_ = np.zeros(0), int(info["epochs"])
+        # fit_report_.early_stopping.validation_history)
+        self.history_, self.n_iter_ = np.zeros(0), self.fit_report_.rounds
         del history
-        if info["status"] not in CLEAN_STATUSES:
-            warn_caller(f"{self._describe()}: fit {info['status']}: {info['status_reason']}")
+        warn_unclean(self)
         return self
 
     def _describe(self) -> str:
@@ -330,14 +338,14 @@ class NeuralSetClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "network_")
         return write_model_file(self, path, self.method, network_leaves(self.network_),
-                                self.fit_info_)  # fmt: skip
+                                self.fit_report_.to_dict())  # fmt: skip
 
     def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
         skeleton = self._skeleton(dim, len(header["classes"]))
         self.network_ = restore_network(path, skeleton, arrays)
-        self.fit_info_ = header["info"]
+        self.fit_report_ = FitReport.from_dict(self.method, header["info"])
         self.history_ = np.zeros(0)
-        self.n_iter_ = int(self.fit_info_.get("epochs", 0))
+        self.n_iter_ = self.fit_report_.rounds
 
     def _skeleton(self, dim: int, num_classes: int) -> eqx.Module:
         """A network of the parameters' shapes (its values are replaced when loaded)."""

@@ -31,29 +31,31 @@ from dpp.baselines.standard import hard_code_model
 from dpp.errors import warn_caller
 from dpp.estimators.base import (
     SCORINGS,
+    FitReportView,
     _store,
     check_shapes,
     labelled_sets,
     prediction_sets,
     write_model_file,
 )
-from dpp.init import kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.metrics import weighted_score
-from dpp.model import FittedModel
+from dpp.model import CSelection, FitReport, FittedModel
 from dpp.selection import EDGES, MAX_EXTENSIONS, choose_on_path, cv_splits, edge_message
 from dpp.sets import RaggedSets
 from dpp.units import Affine, Normalizer
 
 
-class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
+class PooledLogisticClassifier(FitReportView, ClassifierMixin, BaseEstimator):
     """Shared machinery: features of each set, then :class:`LogisticHead` with ``C`` by CV.
 
     Subclasses set :attr:`method` and implement ``_fit_features`` and ``_features``. Fitted
     attributes: ``classes_``, ``n_features_in_``, ``C_``, ``C_position_`` (``interior``,
     ``strongest edge``, ``weakest edge`` or ``only value``: where the chosen ``C`` lies among
     those scored), ``Cs_added_`` (values scored beyond ``Cs``), ``cv_results_`` (``param_C``,
-    ``mean_test_score``), ``fit_info_`` (``status``: ``converged`` or ``iteration_limit`` for
-    the final fit, with its reason, and the selection), ``history_`` (empty: no rounds).
+    ``mean_test_score``), ``fit_report_`` (:class:`dpp.FitReport`: ``status``
+    ``converged`` or ``max_rounds`` for the final fit, with its reason, and the selection),
+    ``history_`` (empty: no rounds).
     """
 
     method: ClassVar[str] = ""
@@ -144,21 +146,20 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
             "mean_test_score": np.asarray(choice.scores),
         }
         self.head_ = LogisticHead(features, labels, weights, self.max_iter).fit(self.C_)
-        status = "converged" if self.head_.converged else "iteration_limit"
+        status = "converged" if self.head_.converged else "max_rounds"
         reason = (
             f"lbfgs converged in {self.head_.iterations} iterations"
             if self.head_.converged
             else f"lbfgs stopped at max_iter = {self.max_iter} iterations"
         )
         self.history_ = np.zeros(0)
-        self.fit_info_ = {
-            "status": status,
-            "status_reason": reason,
-            "C": self.C_,
-            "C_position": self.C_position_,
-            "Cs_added": self.Cs_added_,
-            "seconds": time.perf_counter() - t0,
-        }
+        self.fit_report_ = FitReport(
+            self.method,
+            status,
+            reason,
+            seconds=time.perf_counter() - t0,
+            selection=CSelection(float(self.C_), self.C_position_, tuple(self.Cs_added_)),
+        )
         return self
 
     #: Arrays of this estimator's model file besides the shared ones: ``(required, optional)``.
@@ -189,7 +190,7 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "head_")
         arrays = {**self.head_.arrays(), **self._feature_arrays()}
-        return write_model_file(self, path, self.method, arrays, self.fit_info_)
+        return write_model_file(self, path, self.method, arrays, self.fit_report_.to_dict())
 
     def _feature_arrays(self) -> dict[str, np.ndarray]:
         """What the features need beyond the preprocessing (nothing for pooling)."""
@@ -218,11 +219,12 @@ class PooledLogisticClassifier(ClassifierMixin, BaseEstimator):
             raise model_file.bad(path, "array scaler_scale", "must be > 0")
         self._restore_features(path, arrays, dim)
         self.head_ = LogisticHead.from_arrays(arrays, classes)
-        info = header["info"]
-        self.fit_info_ = info
+        self.fit_report_ = FitReport.from_dict(self.method, header["info"])
         self.history_ = np.zeros(0)
-        self.C_, self.C_position_ = info.get("C"), info.get("C_position")
-        self.Cs_added_ = info.get("Cs_added")
+        selection = self.fit_report_.selection
+        self.C_ = None if selection is None else selection.C
+        self.C_position_ = None if selection is None else selection.position
+        self.Cs_added_ = None if selection is None else list(selection.added)
 
     def _restore_features(self, path: Path, arrays: dict, dim: int) -> None:
         """Sets what the features need from a model file (nothing for pooling)."""
@@ -354,8 +356,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         standardize: bool = True,
         preprocess: Affine | None = None,
         init="k-means",
-        kmeans_n_init: int = 1,
-        kmeans_max_iter: int = 300,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
         Cs=DEFAULT_CS,
         cv=5,
         scoring: str = "log_likelihood",

@@ -308,25 +308,24 @@ def _fit(
 
 def _method_fields(estimator, params: dict, l2_info: dict) -> dict:
     """The record's ``K``, ``l2``, ``C`` (the pooled baselines') and the selection's account."""
-    info = estimator.fit_info_
+    selection = estimator.fit_report_.selection
     return {
         **({"K": int(estimator.n_prototypes)} if "n_prototypes" in params else {}),
         **({"l2": float(estimator.l2)} if "l2" in params else {}),
-        **({"C": float(info["C"]), "C_position": info["C_position"]} if "C" in info else {}),
+        **({"C": selection.C, "C_position": selection.position} if selection else {}),
         **l2_info,
     }
 
 
 def _fit_fields(estimator) -> dict:
     """The record's objective history, final objective, status and the fit's ``info``."""
-    info = estimator.fit_info_
+    report = estimator.fit_report_
     history = [float(v) for v in getattr(estimator, "history_", ())]
-    status = info.get("status")
     return {
         "final_objective": history[-1] if history else None,
         "objective_history": history,
-        **({"fit_status": status} if status is not None else {}),
-        "info": info,
+        **({"fit_status": report.status} if report.status is not None else {}),
+        "info": report.to_dict(),
     }
 
 

@@ -121,20 +121,22 @@ def make_method(name: str, k: int, seed: int):
 def _selection(estimator) -> dict:
     """Where each method's selection landed, and its final fit's status."""
     if isinstance(estimator, DPPClassifierCV):
-        info = estimator.best_estimator_.fit_info_
+        report = estimator.best_estimator_.fit_report_
         return {
             "l2": estimator.best_params_["l2"],
             "pooling": estimator.best_params_.get("pooling"),
             "rounds": estimator.best_rounds_,  # chosen by the inner CV (DPP), else None
             "position": estimator.best_position_,
             "beats_prior": estimator.beats_prior_,
-            "status": info.get("status"),
-            "saturated_fraction": info.get("saturated_fraction"),
+            "status": report.status,
+            "saturated_fraction": report.prototypes and report.prototypes.saturated_fraction,
         }
-    info = estimator.fit_info_
-    if "C" in info:  # the pooled logistic regressions
-        return {"C": estimator.C_, "position": estimator.C_position_, "status": info["status"]}
-    return {"epochs": info.get("epochs"), "position": None, "status": info.get("status")}
+    report = estimator.fit_report_
+    if report.selection is not None:  # the pooled logistic regressions
+        return {"C": report.selection.C, "position": report.selection.position,
+                "status": report.status}  # fmt: skip
+    epochs = report.rounds if report.unit == "epoch" else None
+    return {"epochs": epochs, "position": None, "status": report.status}
 
 
 def run_task(

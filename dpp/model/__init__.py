@@ -2,6 +2,8 @@
 
 * :mod:`dpp.model.fitted`: :class:`FittedModel` (what every method returns) and the status
   rules (:data:`STATUSES`, :func:`fit_status`);
+* :mod:`dpp.model.report`: :class:`FitReport`, the typed report of every method's fit, and
+  its JSON form;
 * :mod:`dpp.model.fit`: the DPP learner :func:`fit_dpp` (k-means centres, then coordinate
   ascent or a joint fit) and :func:`finish_fit`.
 
@@ -20,8 +22,14 @@ from dpp.model.fitted import (
     fit_status,
     saturated_fraction,
 )
+from dpp.model.report import CSelection, EarlyStopping, FitReport, InfoLossFacts, PrototypeFacts
 
 __all__ = [
+    "CSelection",
+    "EarlyStopping",
+    "FitReport",
+    "InfoLossFacts",
+    "PrototypeFacts",
     "CLEAN_STATUSES",
     "MIN_VALIDATION_SETS",
     "MODES",

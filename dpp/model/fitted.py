@@ -19,18 +19,13 @@ from jaxtyping import Array, Float
 from dpp.classifier import log_predictive
 from dpp.encoding import encode_hard, encode_soft, max_codes
 from dpp.likelihood import Params
+from dpp.model.report import CLEAN_STATUSES, STATUSES, FitReport  # noqa: F401  (re-exported)
 from dpp.pooling import MEAN, Pooling
 from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
 from dpp.solvers.coordinate_ascent import (
     FitResult,
 )
 from dpp.units import IDENTITY, Normalizer
-
-#: Fit statuses: only ``converged`` is a clean success; the others are warnings (the estimators
-#: log them and raise :class:`dpp.errors.FitWarning`).
-STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
-#: Statuses of a fit that met its stopping rule (the others are logged as warnings).
-CLEAN_STATUSES = ("converged", "early_stopped")
 
 #: Early stopping needs at least this many validation sets; with fewer the fit stops by ``tol``.
 MIN_VALIDATION_SETS = 10
@@ -71,7 +66,8 @@ class FittedModel:
             of eq. (1).
         theta: ``[K, C]`` softmax classifier weights.
         history: objective values recorded during training (method-specific meaning).
-        info: scalars worth reporting (status, rounds, inner iterations, final ``beta``, ...).
+        info: the fit's report in its JSON form (status, rounds, inner iterations, final
+            ``beta``, ...); :attr:`report` reads it as a typed :class:`FitReport`.
         normalizer: map from feature units to internal units, applied to every set encoded.
         pooling: how the soft encoder pools a set's codes (:mod:`dpp.pooling`; eq. 2's mean
             by default); the hard encoder of eq. (1) always takes the mean (a histogram).
@@ -85,6 +81,11 @@ class FittedModel:
     info: dict
     normalizer: Normalizer = IDENTITY
     pooling: Pooling = MEAN
+
+    @property
+    def report(self) -> FitReport:
+        """The typed report of the fit (:class:`~dpp.model.report.FitReport`) read from ``info``."""
+        return FitReport.from_dict(self.method, self.info, self.history)
 
     @property
     def prototypes(self) -> np.ndarray:

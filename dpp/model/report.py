@@ -1,0 +1,335 @@
+"""The typed report of a fit: :class:`FitReport`, one vocabulary of statuses for every method.
+
+Every fitted estimator carries one as ``fit_report_``. Its JSON form (:meth:`FitReport.to_dict`,
+the ``info`` of results records and model files) keeps the keys the dict reports had, so files
+written before it read back (:meth:`FitReport.from_dict`); the parsing lives here and nowhere
+else, and everything that reads a fit's outcome reads attributes.
+
+Fields common to every method sit on :class:`FitReport`; what only some methods have sits in
+typed sub-reports (``None`` where a method has none): :class:`EarlyStopping` (DPP and the
+networks), :class:`PrototypeFacts` (DPP: ``beta``, saturation, devices, per-round steps),
+:class:`InfoLossFacts`, :class:`CSelection` (the pooled logistic regressions' ``C``) and the
+class prior's ``prior``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+
+#: Fit statuses, for every method: only ``converged`` and ``early_stopped`` are clean; the others
+#: are warnings (the estimators log them and raise :class:`dpp.errors.FitWarning`).
+#: ``max_rounds`` is any iteration cap reached while the objective still improved (rounds,
+#: epochs, or a logistic regression's ``max_iter``).
+STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
+#: Statuses of a fit that met its stopping rule (the others are logged as warnings).
+CLEAN_STATUSES = ("converged", "early_stopped")
+#: Older names of a status, read from files written before the vocabulary was one.
+_OLD_STATUSES = {"iteration_limit": "max_rounds"}
+
+
+def _floats(values) -> tuple[float | None, ...]:
+    """A tuple of floats, ``None`` for a value not measured (JSON null, NaN)."""
+    out = []
+    for v in values:
+        v = None if v is None else float(v)
+        out.append(None if v is None or not math.isfinite(v) else v)
+    return tuple(out)
+
+
+def _tuples(value):
+    """Nested lists of numbers as nested tuples of floats (hashable, frozen)."""
+    if isinstance(value, list | tuple):
+        return tuple(_tuples(v) for v in value)
+    return float(value)
+
+
+def _lists(value):
+    """Nested tuples as nested lists (the JSON form)."""
+    return [_lists(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _drop_none(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclasses.dataclass(frozen=True)
+class EarlyStopping:
+    """What early stopping did, for DPP (rounds) and the networks (epochs).
+
+    Attributes:
+        source: ``validation_fraction`` (a held-out part of the training sets),
+            ``validation_sets`` (given held-out sets), ``round_cap`` (a number of rounds chosen
+            by a cross-validation), or ``None`` when it did not run (``skipped`` says why).
+        best: the best round or epoch on the validation sets (``None`` when not monitored).
+        monitored: rounds or epochs run while monitoring.
+        validation_sets: held-out sets (real ones, not padding).
+        validation_fraction: the share held out, where one was.
+        validation_history: ``[monitored + 1]`` validation log-likelihood per set after each
+            round or epoch (``None`` where not measured).
+        round_cap: the cap a ``round_cap`` fit ran under.
+        skipped: why it did not run (too few sets, or ``off``).
+        unit: ``round`` (DPP's coordinate ascent) or ``epoch`` (Adam-trained networks).
+    """
+
+    source: str | None = None
+    best: int | None = None
+    monitored: int | None = None
+    validation_sets: int | None = None
+    validation_fraction: float | None = None
+    validation_history: tuple[float | None, ...] = ()
+    round_cap: int | None = None
+    skipped: str | None = None
+    unit: str = "round"
+
+    def to_dict(self) -> dict:
+        """The JSON form (the keys the dict reports had)."""
+        best, monitored = ("best_epoch", "epochs_monitored") if self.unit == "epoch" else (
+            "best_round", "rounds_monitored")  # fmt: skip
+        d = {
+            "source": self.source,
+            "validation_sets": self.validation_sets,
+            best: self.best,
+            monitored: self.monitored,
+            "validation_history": list(self.validation_history) if self.best is not None else None,
+            "validation_fraction": self.validation_fraction,
+            "round_cap": self.round_cap,
+            "skipped": self.skipped,
+        }
+        return _drop_none(d)
+
+    @classmethod
+    def from_dict(cls, d: Mapping, unit: str = "round") -> EarlyStopping:
+        """Reads :meth:`to_dict`'s form (``unit``: the report's, ``round`` or ``epoch``)."""
+        best = d.get("best_epoch", d.get("best_round"))
+        monitored = d.get("epochs_monitored", d.get("rounds_monitored"))
+        return cls(
+            source=d.get("source"),
+            best=None if best is None else int(best),
+            monitored=None if monitored is None else int(monitored),
+            validation_sets=None if d.get("validation_sets") is None else int(d["validation_sets"]),
+            validation_fraction=d.get("validation_fraction"),
+            validation_history=_floats(d.get("validation_history") or ()),
+            round_cap=None if d.get("round_cap") is None else int(d["round_cap"]),
+            skipped=d.get("skipped"),
+            unit=unit,
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class PrototypeFacts:
+    """DPP's facts: ``beta`` (1 / squared feature units), saturation, devices, steps.
+
+    Attributes:
+        beta: the learned inverse temperature, one or ``[K]`` (``None`` for a network's DPP).
+        beta_init: the starting ``beta`` (geometric mean where per prototype).
+        beta_ratio: ``max(beta) / beta_init``.
+        saturated_fraction: share of the training vectors whose codes are one-hot.
+        devices: devices the fit used.
+        steps: per round (``rounds + 1`` entries each): inner iterations, accepted steps,
+            line-search failures, gradient norm, ``beta``, ... (``None`` where not measured).
+        pooling_p: the generalised mean's learned exponent (``pooling="gem"``).
+        embedding: the widths of a learned embedding (DPP on an embedding), else ``None``.
+    """
+
+    beta: float | tuple[float, ...] | None = None
+    beta_init: float | None = None
+    beta_ratio: float | None = None
+    saturated_fraction: float | None = None
+    devices: int | None = None
+    steps: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
+    pooling_p: float | None = None
+    embedding: tuple[int, ...] | None = None
+
+    def to_dict(self) -> dict:
+        """The JSON form: the keys of the dict report's top level."""
+        beta = list(self.beta) if isinstance(self.beta, tuple) else self.beta
+        d = {
+            "beta_init": self.beta_init,
+            "beta": beta,
+            "beta_ratio": self.beta_ratio,
+            "saturated_fraction": self.saturated_fraction,
+            "devices": self.devices,
+            "steps": {k: list(v) for k, v in self.steps.items()} or None,
+            "pooling_p": self.pooling_p,
+            "embedding": None if self.embedding is None else list(self.embedding),
+        }
+        return _drop_none(d)
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> PrototypeFacts | None:
+        """Reads the DPP keys of a dict report; ``None`` when it has none."""
+        keys = ("beta_init", "saturated_fraction", "steps", "pooling_p", "embedding")
+        if not any(k in d for k in keys):
+            return None
+        beta = d.get("beta")
+        beta = tuple(float(b) for b in beta) if isinstance(beta, list | tuple) else beta
+        embedding = d.get("embedding")
+        return cls(
+            beta=None if beta is None else beta if isinstance(beta, tuple) else float(beta),
+            beta_init=d.get("beta_init"),
+            beta_ratio=d.get("beta_ratio"),
+            saturated_fraction=d.get("saturated_fraction"),
+            devices=None if d.get("devices") is None else int(d["devices"]),
+            steps={k: tuple(v) for k, v in (d.get("steps") or {}).items()},
+            pooling_p=d.get("pooling_p"),
+            embedding=None if embedding is None else tuple(int(w) for w in embedding),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class InfoLossFacts:
+    """InfoLoss's facts: its fixed ``beta`` and ``gamma`` and the learned ``pi`` (nested tuples)."""
+
+    beta: float
+    gamma: float
+    pi: tuple
+
+    def to_dict(self) -> dict:
+        """The JSON form."""
+        return {"beta": self.beta, "gamma": self.gamma, "pi": _lists(self.pi)}
+
+
+@dataclasses.dataclass(frozen=True)
+class CSelection:
+    """A pooled logistic regression's choice of ``C`` on its grid.
+
+    Attributes:
+        C: the chosen inverse regularisation strength.
+        position: where it lies in its grid (``interior``, ``lower edge``, ``upper edge``...).
+        added: values the grid was extended by, in order.
+    """
+
+    C: float
+    position: str | None
+    added: tuple[float, ...] = ()
+
+    def to_dict(self) -> dict:
+        """The JSON form."""
+        return {"C": self.C, "C_position": self.position, "Cs_added": list(self.added)}
+
+
+@dataclasses.dataclass(frozen=True)
+class FitReport:
+    """How a fit went, typed: every fitted estimator's ``fit_report_``.
+
+    Attributes:
+        method: the method's name (``dpp``, ``standard``, ``infoloss``, ``pooling``, ...).
+        status: one of :data:`STATUSES`, or ``None`` for a method with no iterative fit (the
+            standard prototype, the class prior).
+        reason: a sentence saying why the status is what it is (``""`` without a status).
+        rounds: coordinate-ascent rounds, epochs of a network, or InfoLoss's rounds (0 where
+            there are none); ``unit`` says which.
+        unit: ``round``, or ``epoch`` for the Adam-trained networks.
+        history: the objective per round where one is recorded (DPP: ``L``).
+        seconds: wall-clock seconds of the fit, compilation included, where measured.
+        early_stopping: what early stopping did (DPP and the networks), else ``None``.
+        prototypes: DPP's facts, else ``None``.
+        infoloss: InfoLoss's facts, else ``None``.
+        selection: a pooled logistic regression's choice of ``C``, else ``None``.
+        prior: the class prior's ``[C]`` class frequencies, else ``None``.
+    """
+
+    method: str
+    status: str | None = None
+    reason: str = ""
+    rounds: int = 0
+    unit: str = "round"
+    history: tuple[float, ...] = ()
+    seconds: float | None = None
+    early_stopping: EarlyStopping | None = None
+    prototypes: PrototypeFacts | None = None
+    infoloss: InfoLossFacts | None = None
+    selection: CSelection | None = None
+    prior: tuple[float, ...] | None = None
+
+    def __post_init__(self):
+        if self.unit not in ("round", "epoch"):
+            raise ValueError(f"unit must be 'round' or 'epoch', got {self.unit!r}")
+        if self.status is not None and self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES} or None, got {self.status!r}")
+
+    @property
+    def clean(self) -> bool:
+        """Whether the fit met its stopping rule (a status of :data:`CLEAN_STATUSES`, or none)."""
+        return self.status is None or self.status in CLEAN_STATUSES
+
+    @property
+    def iterative(self) -> bool:
+        """Whether the method iterates (rounds or epochs): DPP, InfoLoss and the networks."""
+        return self.status is not None and self.selection is None or self.infoloss is not None
+
+    @property
+    def converged(self) -> bool:
+        """Whether the status is ``converged``."""
+        return self.status == "converged"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the ``info`` of results records and model files.
+
+        The keys are those of the dict reports before this type (``status``,
+        ``status_reason``, ``rounds`` or ``epochs``, ...), so older files read back.
+        """
+        epochs = self.unit == "epoch"
+        d: dict[str, Any] = {
+            "status": self.status,
+            "status_reason": self.reason or None,
+        }
+        if self.status is not None and self.prototypes is not None and not epochs:
+            d["converged"] = self.converged
+        if epochs:
+            d["epochs"] = self.rounds
+        elif self.rounds or self.prototypes is not None or self.infoloss is not None:
+            d["rounds"] = self.rounds
+        d["seconds"] = self.seconds
+        for part in (self.prototypes, self.infoloss, self.selection):
+            if part is not None:
+                d.update(part.to_dict())
+        if self.prior is not None:
+            d["prior"] = list(self.prior)
+        if self.early_stopping is not None:
+            d["early_stopping"] = self.early_stopping.to_dict()
+        return _drop_none(d)
+
+    @classmethod
+    def from_dict(cls, method: str, info: Mapping, history=()) -> FitReport:
+        """Reads :meth:`to_dict`'s form (and the dict reports of older files).
+
+        Args:
+            method: the method's name.
+            info: the JSON form.
+            history: the objective per round (stored beside ``info`` in model files).
+
+        Raises:
+            ValueError: for a status outside :data:`STATUSES` (and its older names).
+        """
+        status = info.get("status")
+        status = _OLD_STATUSES.get(status, status)
+        early = info.get("early_stopping")
+        infoloss = None
+        if "gamma" in info and "pi" in info:
+            pi = _tuples(info["pi"])
+            infoloss = InfoLossFacts(float(info["beta"]), float(info["gamma"]), pi)
+        selection = None
+        if info.get("C") is not None:
+            added = tuple(float(c) for c in info.get("Cs_added") or ())
+            selection = CSelection(float(info["C"]), info.get("C_position"), added)
+        unit = "epoch" if "epochs" in info else "round"
+        rounds = info.get("rounds", info.get("epochs", 0))
+        prior = info.get("prior")
+        return cls(
+            method=method,
+            status=status,
+            reason=info.get("status_reason") or "",
+            rounds=int(rounds or 0),
+            unit=unit,
+            history=tuple(float(h) for h in history),
+            seconds=None if info.get("seconds") is None else float(info["seconds"]),
+            early_stopping=None if early is None else EarlyStopping.from_dict(early, unit),
+            prototypes=None if infoloss is not None else PrototypeFacts.from_dict(info),
+            infoloss=infoloss,
+            selection=selection,
+            prior=None if prior is None else tuple(float(q) for q in prior),
+        )
