@@ -60,7 +60,7 @@ def test_fit_on_4_devices_equals_one_device():
     settings = FitSettings()
     one = fit_dpp(sets, centres, settings, jax.random.key(0))
     four = fit_dpp(sets, centres, settings, jax.random.key(0), devices="all")
-    assert four.info["rounds"] == one.info["rounds"] > 5
+    assert four.report.rounds == one.report.rounds > 5
     np.testing.assert_allclose(four.history, one.history, rtol=2e-5)
     np.testing.assert_allclose(four.prototypes, one.prototypes, rtol=1e-3, atol=1e-3)
     p1, p4 = np.asarray(one.log_predictive(sets)), np.asarray(four.log_predictive(sets))
@@ -75,10 +75,10 @@ def test_early_stopping_on_4_devices_picks_the_one_device_round():
     kwargs = {"validation_fraction": 0.3}
     one = fit_dpp(sets, centres, settings, jax.random.key(0), **kwargs)
     four = fit_dpp(sets, centres, settings, jax.random.key(0), devices=4, **kwargs)
-    assert four.info["early_stopping"]["best_round"] == one.info["early_stopping"]["best_round"]
+    assert four.report.early_stopping.best == one.report.early_stopping.best
     np.testing.assert_allclose(
-        four.info["early_stopping"]["validation_history"],
-        one.info["early_stopping"]["validation_history"],
+        four.report.early_stopping.validation_history,
+        one.report.early_stopping.validation_history,
         rtol=1e-4,
     )
     np.testing.assert_allclose(four.history, one.history, rtol=2e-5)
@@ -112,7 +112,7 @@ def test_shared_pool_sets_fit_on_one_device_and_say_so(caplog):
     sets = RaggedSets.from_flat(pool, set_ids, labels, members=members)
     centres = kmeans_centres(pool, 3, 0, 1, 50)
     model = fit_dpp(sets, centres, FitSettings(max_rounds=2), jax.random.key(0), devices=4)
-    assert model.info["devices"] == 1
+    assert model.report.prototypes.devices == 1
     assert "cannot be split by set" in caplog.text
 
 

@@ -42,22 +42,22 @@ def test_round_r_of_a_monitored_fit_is_the_fit_capped_at_r(halves):
     centres = kmeans_centres(np.asarray(train.vectors), 3, seed=0)
     settings = FitSettings(l2=1e-2, max_rounds=4, tol=0.0, patience=5)  # every round runs
     monitored = fit_dpp(train, centres, settings, jax.random.key(0), validation_sets=held)
-    early = monitored.info["early_stopping"]
-    history = np.asarray(early["validation_history"])
-    assert early["source"] == "validation_sets" and early["rounds_monitored"] == 4
-    assert history.shape == (5,) and early["best_round"] == int(np.argmax(history))
+    early = monitored.report.early_stopping
+    history = np.asarray(early.validation_history)
+    assert early.source == "validation_sets" and early.monitored == 4
+    assert history.shape == (5,) and early.best == int(np.argmax(history))
     for r in range(5):
         capped = fit_dpp(train, centres, settings, jax.random.key(0), round_cap=r)
         score = weighted_score(
             np.asarray(capped.log_predictive(held)), held.labels, held.weights, "log_likelihood"
         )
         np.testing.assert_allclose(history[r], score, rtol=1e-4)
-        assert capped.info["rounds"] == r
-        if r < 4 and capped.info["status"] != "saturated":
-            assert capped.info["status"] == "early_stopped", capped.info["status_reason"]
-            assert "chosen on held-out sets" in capped.info["status_reason"]
+        assert capped.report.rounds == r
+        if r < 4 and capped.report.status != "saturated":
+            assert capped.report.status == "early_stopped", capped.report.reason
+            assert "chosen on held-out sets" in capped.report.reason
     # the monitored fit keeps its best round's parameters
-    best = fit_dpp(train, centres, settings, jax.random.key(0), round_cap=early["best_round"])
+    best = fit_dpp(train, centres, settings, jax.random.key(0), round_cap=early.best)
     np.testing.assert_allclose(monitored.theta, best.theta, rtol=1e-3, atol=1e-4)
 
 

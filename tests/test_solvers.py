@@ -75,7 +75,7 @@ def test_coordinate_ascent_never_decreases_L(small_problem, solver, per_prototyp
     assert len(history) >= 2
     # the accept rule makes the history monotone by construction; what can fail is progress:
     # (mu, beta)-steps were taken (not only Theta-steps) and L rose over the k-means start
-    assert sum(model.info["steps"]["prototype_accepted"]) >= 1
+    assert sum(model.report.prototypes.steps["prototype_accepted"]) >= 1
     assert history[-1] > history[0]
     assert np.shape(model.log_beta) == ((3,) if per_prototype else ())
     # the history is L itself, evaluated in the model's internal units (dpp.units)
@@ -101,9 +101,9 @@ def test_coordinate_ascent_raises_L_over_kmeans_start(small_problem):
 def test_joint_mode_does_not_decrease_L(small_problem):
     train, centres = small_problem
     model = fit_dpp(train, centres, FitSettings(l2=1e-2), jax.random.key(0), mode="joint")
-    assert model.history.shape == (model.info["rounds"] + 1,)
+    assert model.history.shape == (model.report.rounds + 1,)
     assert model.history[-1] > model.history[0]
-    with pytest.raises(ValueError, match="unknown DPP mode"):
+    with pytest.raises(ValueError, match="mode must be one of coordinate_ascent, joint"):
         fit_dpp(train, centres, FitSettings(), jax.random.key(0), mode="anneal")
 
 

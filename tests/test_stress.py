@@ -74,7 +74,7 @@ def _check_fit(case, max_rounds=30):
     settings = FitSettings(l2=l2, max_rounds=max_rounds, tol=1e-5, theta_solver=theta_solver)
     model = fit_dpp(train, centres, settings, jax.random.key(0))
     standard = fit_standard(train, centres, l2, theta_solver)
-    info = model.info
+    report = model.report
 
     # finite predictions, also far from every prototype
     far = test.with_vectors(np.asarray(test.vectors, np.float64) + 1e3 * scale)
@@ -82,12 +82,12 @@ def _check_fit(case, max_rounds=30):
         assert np.all(np.isfinite(np.asarray(model.log_predictive(sets)))), case
 
     # beta within 1e4 of beta_0 unless the likelihood really gains from the rest
-    ratio = info["beta"] / info["beta_init"]
+    ratio = report.prototypes.beta / report.prototypes.beta_init
     if ratio > 1e4:
         internal = model.internal_sets(train)
         offset_log = model.normalizer.log_beta_offset()
         capped = model.params._replace(
-            log_beta=np.log(info["beta_init"] * 1e4) + offset_log + 0 * model.log_beta
+            log_beta=np.log(report.prototypes.beta_init * 1e4) + offset_log + 0 * model.log_beta
         )
         gain = float(objective(model.params, internal, l2) - objective(capped, internal, l2))
         assert gain > 1e-3 * abs(model.history[-1]), (case, ratio, gain)
@@ -96,12 +96,12 @@ def _check_fit(case, max_rounds=30):
     assert model.history[-1] >= standard.history[-1] - 1e-4 * abs(standard.history[-1]), case
 
     # the status agrees with the fit's own record
-    status, rounds = info["status"], info["rounds"]
+    status, rounds = report.status, report.rounds
     # the last round's relative gain, guarded as the solver guards it (L can reach 0 exactly)
     last_gain = (model.history[-1] - model.history[-2]) / max(abs(model.history[-2]), 1e-30)
     assert status in STATUSES
-    assert info["converged"] == (status == "converged")
-    if info["saturated_fraction"] >= SATURATED_FRACTION:
+    assert report.converged == (status == "converged")
+    if report.prototypes.saturated_fraction >= SATURATED_FRACTION:
         assert status == "saturated"
     elif status == "max_rounds":
         assert rounds == settings.max_rounds and last_gain > settings.tol

@@ -53,10 +53,10 @@ def test_beta_does_not_run_away_in_high_dimensions(mil_regime, l2):
     train, centres = mil_regime
     model = fit_dpp(train, centres, FitSettings(l2=l2, **CLI), jax.random.key(0))
     standard = fit_standard(train, centres, l2, CLI["theta_solver"])
-    assert model.info["beta"] / model.info["beta_init"] < 1e4
+    assert model.report.prototypes.beta / model.report.prototypes.beta_init < 1e4
     assert model.history[-1] >= standard.history[-1]
-    if model.info["saturated_fraction"] >= 0.99:
-        assert model.info["status"] == "saturated" and not model.info["converged"]
+    if model.report.prototypes.saturated_fraction >= 0.99:
+        assert model.report.status == "saturated" and not model.report.converged
 
 
 def test_first_step_is_balanced_and_bounded(mil_regime):
@@ -94,8 +94,11 @@ def test_every_backend_keeps_beta_bounded_per_step(backend):
     solver = LBFGSSettings(backend=backend, max_iter=20)
     settings = FitSettings(l2=1.0, max_rounds=3, prototype_solver=solver, theta_solver=solver)
     model = fit_dpp(train, centres, settings, jax.random.key(0))
-    rounds = model.info["rounds"]
-    assert model.info["beta"] / model.info["beta_init"] <= settings.beta_step_limit**rounds * 1.001
+    rounds = model.report.rounds
+    assert (
+        model.report.prototypes.beta / model.report.prototypes.beta_init
+        <= settings.beta_step_limit**rounds * 1.001
+    )
 
 
 # ------------------------------------------------------------------ observation 2: NaN predictions
@@ -208,7 +211,7 @@ def test_converged_coordinate_ascent_ends_at_a_stationary_point():
     for trial in range(3):
         train, centres = _demo_trial(trial)
         model = fit_dpp(train, centres, FitSettings(l2=1e-2, **CLI), jax.random.key(0))
-        statuses.append(model.info["status"])
+        statuses.append(model.report.status)
         if statuses[-1] != "converged":
             continue
         internal = model.internal_sets(train)
@@ -223,8 +226,8 @@ def test_converged_coordinate_ascent_ends_at_a_stationary_point():
 def test_round_cap_is_reported_as_max_rounds_not_converged():
     train, centres = _demo_trial(0)
     model = fit_dpp(train, centres, FitSettings(l2=1e-2, max_rounds=1), jax.random.key(0))
-    assert model.info["status"] == "max_rounds" and model.info["converged"] is False
-    assert "round cap" in model.info["status_reason"]
+    assert model.report.status == "max_rounds" and model.report.converged is False
+    assert "round cap" in model.report.reason
 
 
 def test_early_stopping_refits_for_the_best_validation_round():
@@ -233,14 +236,14 @@ def test_early_stopping_refits_for_the_best_validation_round():
     centres = kmeans_centres(np.asarray(train.vectors), 3, seed=0)
     settings = FitSettings(l2=1e-2, max_rounds=5, tol=0.0, patience=2)
     model = fit_dpp(train, centres, settings, jax.random.key(0), validation_fraction=0.25)
-    early = model.info["early_stopping"]
-    history = np.array(early["validation_history"], dtype=float)
-    assert early["validation_sets"] == 10
-    assert early["best_round"] == int(np.argmax(history))  # the first best round
-    assert early["rounds_monitored"] <= early["best_round"] + settings.patience
-    assert model.info["rounds"] <= early["best_round"]
-    if early["best_round"] < settings.max_rounds and model.info["status"] != "saturated":
-        assert model.info["status"] in ("early_stopped", "converged")
+    early = model.report.early_stopping
+    history = np.array(early.validation_history, dtype=float)
+    assert early.validation_sets == 10
+    assert early.best == int(np.argmax(history))  # the first best round
+    assert early.monitored <= early.best + settings.patience
+    assert model.report.rounds <= early.best
+    if early.best < settings.max_rounds and model.report.status != "saturated":
+        assert model.report.status in ("early_stopped", "converged")
 
 
 def test_fitted_model_names_both_dimensions_on_mismatch():

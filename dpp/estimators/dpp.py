@@ -17,7 +17,8 @@ from dpp.estimators.base import PrototypeClassifier, _store, write_model_file
 from dpp.estimators.neural import network_leaves, restore_network, train_with_early_stopping
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
 from dpp.likelihood import BetaPrior
-from dpp.model import MODES, FittedModel, fit_dpp
+from dpp.model import FittedModel, fit_dpp
+from dpp.model.fit import FIT_RULES
 from dpp.pooling import POOLINGS, exponent, make_pooling
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
@@ -146,12 +147,8 @@ class DPPClassifier(PrototypeClassifier):
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **PrototypeClassifier._parameter_constraints,
         "devices": check.Literal("all", check.Int(1)),
-        "mode": check.Choice(MODES),
-        "max_rounds": check.Int(0),
-        "tol": check.Real(low=0),
-        "beta_step_limit": check.Real(low=1, low_open=True),
-        "validation_fraction": check.Real(low=0, high=1, high_open=True),
-        "patience": check.Int(1),
+        **FitSettings.RULES,
+        **FIT_RULES,
         "beta_scale": check.Real(low=0, low_open=True),
         "per_prototype_beta": check.Bool(),
         "pooling": check.Choice(POOLINGS),

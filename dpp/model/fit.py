@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from dpp import params as check
 from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
@@ -43,6 +44,12 @@ from dpp.units import Normalizer
 logger = logging.getLogger(__name__)
 
 MODES = ("coordinate_ascent", "joint")
+#: The rules of :func:`fit_dpp`'s own arguments (the one home: :class:`dpp.DPPClassifier`'s
+#: table includes them).
+FIT_RULES: dict[str, check.Rule] = {
+    "mode": check.Choice(MODES),
+    "validation_fraction": check.Real(low=0, high=1, high_open=True),
+}
 
 
 def fit_dpp(
@@ -129,10 +136,7 @@ def fit_dpp(
             ``validation_fraction``, or a ``round_cap`` outside ``[0, max_rounds]``.
         NonFiniteResultError: for a fit whose parameters are not finite (naming which).
     """
-    if mode not in MODES:
-        raise ValueError(f"unknown DPP mode {mode!r}; choose from {MODES}")
-    if not 0.0 <= validation_fraction < 1.0:
-        raise ValueError(f"validation_fraction must lie in [0, 1), got {validation_fraction}")
+    check.check_table({"mode": mode, "validation_fraction": validation_fraction}, FIT_RULES)
     if centres.ndim != 2 or centres.shape[1] != train.dim:
         raise ValueError(f"centres must be [K, {train.dim}], got {centres.shape}")
     _check_held_out(train, settings, validation_fraction, validation_sets, round_cap)

@@ -6,12 +6,13 @@ Pytrees (:mod:`dpp.hyper`): continuous numbers are traced, the structure static.
 from __future__ import annotations
 
 import dataclasses
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 from jaxtyping import Array, Float
 
-from dpp.hyper import is_concrete, settings_pytree
+from dpp import params as check
+from dpp.hyper import check_concrete, settings_pytree
 from dpp.likelihood import (
     NO_PRIOR,
     BetaPrior,
@@ -61,15 +62,19 @@ class FitSettings:
     patience: int = 2
     verbose: bool = False
 
+    #: The rules of the fit's numbers: the one home of DPP's fit rules. Checked here on
+    #: construction (concrete values only), and part of :class:`dpp.DPPClassifier`'s table, so
+    #: of its ``check_params``, the config check and the model-file loader.
+    RULES: ClassVar[dict[str, check.Rule]] = {
+        "l2": check.Real(low=0),
+        "max_rounds": check.Int(0),
+        "tol": check.Real(low=0),
+        "beta_step_limit": check.Real(low=1, low_open=True),
+        "patience": check.Int(1),
+    }
+
     def __post_init__(self):
-        if is_concrete(self.l2) and not self.l2 >= 0:
-            raise ValueError("l2 (lambda) must be >= 0")
-        if self.max_rounds < 0:
-            raise ValueError("max_rounds must be >= 0")
-        if self.patience < 1:
-            raise ValueError(f"patience must be >= 1, got {self.patience}")
-        if is_concrete(self.beta_step_limit) and not self.beta_step_limit > 1:
-            raise ValueError(f"beta_step_limit must be > 1, got {self.beta_step_limit}")
+        check_concrete(self, self.RULES)
 
 
 class StepDiagnostics(NamedTuple):
