@@ -15,6 +15,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from dpp import params
 from dpp.errors import ConfigError
+from dpp.estimators import DPPClassifier
 from dpp.experiment.settings import VALIDATION_METRICS
 from dpp.experiment.splits import SPLIT_KINDS
 from dpp.pooling import POOLINGS
@@ -63,6 +64,15 @@ def boolean(cfg: DictConfig, key: str) -> bool:
 def choice(cfg: DictConfig, key: str, options: Iterable[str]) -> str:
     """``cfg[key]`` as one of ``options``."""
     return _as_config_error(params.choice, key, _get(cfg, key), options)
+
+
+def by_rule(cfg: DictConfig, key: str, rule: params.Rule):
+    """``cfg[key]`` checked by a rule of an estimator's table (one home for the rule)."""
+    return _as_config_error(rule, key, _get(cfg, key))
+
+
+#: The estimators' table, whose rules the run-wide keys they feed share.
+_RULES = DPPClassifier._parameter_constraints
 
 
 def _as_config_error(check, *args):
@@ -131,8 +141,7 @@ def _run_keys(cfg: DictConfig) -> None:
     int_at_least(cfg, "seed", 0)
     int_at_least(cfg, "trials", 1)
     boolean(cfg, "verbose")
-    if _get(cfg, "devices") != "all":
-        int_at_least(cfg, "devices", 1)
+    by_rule(cfg, "devices", _RULES["devices"])
     boolean(cfg, "resume")
     _method(cfg, "model")
     for name in _get(cfg, "baselines") or {}:
@@ -157,8 +166,8 @@ def _optimizer(cfg: DictConfig) -> None:
 
 def _selection(cfg: DictConfig) -> None:
     """``kmeans`` and ``l2_selection``."""
-    int_at_least(cfg, "kmeans.n_init", 1)
-    int_at_least(cfg, "kmeans.max_iter", 1)
+    by_rule(cfg, "kmeans.n_init", _RULES["kmeans_n_init"])
+    by_rule(cfg, "kmeans.max_iter", _RULES["kmeans_max_iter"])
     choice(cfg, "l2_selection.kind", L2_SELECTION_KINDS)
     grid = _get(cfg, "l2_selection.grid")
     if not isinstance(grid, ListConfig | list) or not grid:
