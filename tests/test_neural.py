@@ -4,6 +4,8 @@ Small networks and few epochs keep these fast; the suite (``experiment=suite``) 
 defaults.
 """
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -178,11 +180,14 @@ def test_a_network_that_never_beat_its_random_start_is_stalled_not_early_stopped
     from dpp.estimators.neural import _status
 
     settings = neural.TrainSettings(max_epochs=100, patience=20)
-    early = {"best_epoch": 0, "epochs_monitored": 20, "validation_history": [-4.251, -4.358]}
+    early = dpp.model.EarlyStopping(
+        "validation_fraction", best=0, monitored=20, validation_history=(-4.251, -4.358),
+        unit="epoch",
+    )  # fmt: skip
     status, reason = _status(early, None, settings)
     assert status == "stalled" and status not in dpp.model.CLEAN_STATUSES
     assert "above the untrained network's (-4.2510)" in reason and "0 epochs" in reason
-    assert _status({**early, "best_epoch": 3}, None, settings)[0] == "early_stopped"
+    assert _status(dataclasses.replace(early, best=3), None, settings)[0] == "early_stopped"
 
 
 def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says():

@@ -18,7 +18,7 @@ from dpp.experiment.splits import split_indices
 from dpp.init import init_log_beta, kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.metrics import evaluate
-from dpp.model import FittedModel, fit_dpp
+from dpp.model import FitReport, FittedModel, fit_dpp
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.coordinate_ascent import FitSettings, prototype_step, theta_step
 from dpp.solvers.lbfgs import LBFGSSettings
@@ -256,8 +256,9 @@ def test_fitted_model_names_both_dimensions_on_mismatch():
 
 def test_non_finite_parameters_fail_loudly():
     model = FittedModel(
-        "broken", jnp.zeros((2, 2)), jnp.array(0.0), jnp.full((2, 2), jnp.nan), np.zeros(0), {}
-    )
+        "broken", jnp.zeros((2, 2)), jnp.array(0.0), jnp.full((2, 2), jnp.nan), np.zeros(0),
+        FitReport("broken"),
+    )  # fmt: skip
     train, _ = _demo_trial(0)
     log_probs = np.asarray(model.log_predictive(train))
     with pytest.raises(NonFiniteResultError):

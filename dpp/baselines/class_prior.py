@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from dpp.model import FittedModel
+from dpp.model import FitReport, FittedModel
 from dpp.sets import RaggedSets
 
 
@@ -23,11 +23,12 @@ def fit_class_prior(train: RaggedSets, centres: np.ndarray) -> FittedModel:
         centres: ``[K, D]`` any centres (the encoding does not matter; ``K = 1`` is enough).
 
     Returns:
-        :class:`~dpp.model.FittedModel` named ``class_prior``; ``info["prior"]`` holds ``q``.
+        :class:`~dpp.model.FittedModel` named ``class_prior``; ``report.prior`` holds ``q``.
     """
     weights = np.asarray(train.weights, np.float64)
     q = weights @ np.asarray(train.labels, np.float64) / weights.sum()
     log_q = np.log(np.maximum(q, np.finfo(np.float32).tiny))
     theta = jnp.asarray(np.tile(log_q, (centres.shape[0], 1)), dtype=train.vectors.dtype)
     mu = jnp.asarray(centres, dtype=train.vectors.dtype)
-    return FittedModel("class_prior", mu, None, theta, np.zeros(0), {"prior": q.tolist()})
+    report = FitReport("class_prior", prior=tuple(float(p) for p in q))
+    return FittedModel("class_prior", mu, None, theta, np.zeros(0), report)

@@ -40,6 +40,7 @@ from dpp.encoding import soft_assignment, squared_distances
 from dpp.hyper import is_concrete, settings_pytree
 from dpp.init import init_log_beta
 from dpp.model import FittedModel
+from dpp.model.report import FitReport, InfoLossFacts, as_tuples
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import LBFGSSettings, minimize
 
@@ -241,10 +242,12 @@ def fit_infoloss(
     learned = np.asarray(result.centres)
     model = fit_standard(train, learned, l2, theta_solver, method="infoloss")
     history = np.asarray(result.history)
-    info = {
-        "rounds": int(result.num_rounds),
-        "beta": float(np.exp(log_beta)),
-        "gamma": gamma,
-        "pi": np.asarray(result.pi).tolist(),
-    }
-    return dataclasses.replace(model, history=history[np.isfinite(history)], info=info)
+    history = history[np.isfinite(history)]
+    facts = InfoLossFacts(
+        float(np.exp(log_beta)), float(gamma), as_tuples(np.asarray(result.pi).tolist())
+    )
+    report = FitReport(
+        "infoloss", rounds=int(result.num_rounds), history=tuple(float(h) for h in history),
+        infoloss=facts,
+    )  # fmt: skip
+    return dataclasses.replace(model, history=history, report=report)

@@ -44,6 +44,7 @@ import optax
 from jaxtyping import Array, Bool, Float
 
 from dpp.encoding import LOG_BETA_MAX, squared_distances
+from dpp.model.report import FitReport
 from dpp.pooling import MEAN, Pooling, padded_pool
 from dpp.sets import RaggedSets, bucket_size
 
@@ -567,14 +568,19 @@ class EmbeddedFit:
     Attributes:
         network: the trained :class:`EmbeddedDPP`.
         history: the objective per round: empty (epochs record the held-out log-likelihood,
-            in ``info["early_stopping"]``).
-        info: the fit's report.
+            in ``report.early_stopping``).
+        report: the fit's :class:`~dpp.model.report.FitReport`.
     """
 
     network: EmbeddedDPP
     history: np.ndarray
-    info: dict
+    report: FitReport
     method: str = "dpp"
+
+    @property
+    def info(self) -> dict:
+        """The report's JSON form."""
+        return self.report.to_dict()
 
     @property
     def mu(self) -> jax.Array:

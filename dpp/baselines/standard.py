@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from dpp.likelihood import classifier_objective
-from dpp.model import FittedModel
+from dpp.model import FitReport, FittedModel
 from dpp.sets import RaggedSets
 from dpp.solvers.coordinate_ascent import fit_classifier
 from dpp.solvers.lbfgs import LBFGSSettings
@@ -45,7 +45,7 @@ def hard_code_model(train: RaggedSets, centres: np.ndarray, method: str) -> Fitt
     normalizer = Normalizer.fit(np.asarray(train.vectors))
     mu = jnp.asarray(normalizer.vectors(centres), dtype=train.vectors.dtype)
     theta0 = jnp.zeros((mu.shape[0], train.num_classes), dtype=mu.dtype)
-    return FittedModel(method, mu, None, theta0, np.zeros(0), {}, normalizer)
+    return FittedModel(method, mu, None, theta0, np.zeros(0), FitReport(method), normalizer)
 
 
 def fit_standard(
@@ -81,4 +81,5 @@ def fit_standard(
     history = np.array(
         [float(_objective(t, z, train.labels, train.weights, l2)) for t in (theta0, theta)]
     )
-    return dataclasses.replace(untrained, theta=theta, history=history)
+    report = dataclasses.replace(untrained.report, history=tuple(float(h) for h in history))
+    return dataclasses.replace(untrained, theta=theta, history=history, report=report)

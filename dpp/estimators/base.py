@@ -375,7 +375,7 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
         self.beta_ = None if beta is None else (float(beta) if beta.ndim == 0 else beta)
         self.theta_ = np.asarray(model.theta, np.float64)
         self.history_ = np.asarray(model.history, np.float64)
-        self.fit_report_ = FitReport.from_dict(model.method, model.info, model.history)
+        self.fit_report_ = model.report
         self.n_iter_ = self.fit_report_.rounds if self.fit_report_.iterative else 1
         self.converged_ = None if self.fit_report_.status is None else self.fit_report_.converged
 
@@ -510,7 +510,7 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
             log_beta,
             jnp.asarray(arrays["theta"]),
             arrays["history"],
-            header["info"],
+            FitReport.from_dict(header["method"], header["info"], arrays["history"]),
             normalizer,
             pooling,
         )

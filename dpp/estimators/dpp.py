@@ -19,6 +19,7 @@ from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centr
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
 from dpp.model.fit import FIT_RULES
+from dpp.model.report import FitReport, PrototypeFacts
 from dpp.pooling import POOLINGS, exponent, make_pooling
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
@@ -325,21 +326,22 @@ class DPPClassifier(PrototypeClassifier):
             network = self._embedded_network(part.dim, part.num_classes, key, vectors, weight, seed)
             # the paper's first step: Theta fitted on the start's codes (a convex problem), so
             # that Adam refines a classifier rather than grows one from 0
-            z = neural.EmbeddedFit(network, np.zeros(0), {}).encode(part)
+            z = neural.EmbeddedFit(network, np.zeros(0), FitReport("dpp")).encode(part)
             theta = fit_classifier(
                 z, np.asarray(part.labels), np.asarray(part.weights), network.theta,
                 float(self.l2), solver,
             )  # fmt: skip
             return dataclasses.replace(network, theta=jnp.asarray(theta, network.theta.dtype))
 
-        network, info, history = train_with_early_stopping(
-            make, sets, self._train_settings(), float(self.validation_fraction), seed
+        network, report, history = train_with_early_stopping(
+            make, sets, self._train_settings(), float(self.validation_fraction), seed, "dpp"
         )
-        info["embedding"] = list(self.embedding)
-        if exponent(network.pooling) is not None:
-            info["pooling_p"] = exponent(network.pooling)
-        del history  # in info["early_stopping"]; no objective is recorded per epoch
-        return neural.EmbeddedFit(network, np.zeros(0), info)
+        facts = PrototypeFacts(
+            embedding=tuple(int(w) for w in self.embedding), pooling_p=exponent(network.pooling)
+        )
+        report = dataclasses.replace(report, prototypes=facts)
+        del history  # in report.early_stopping; no objective is recorded per epoch
+        return neural.EmbeddedFit(network, np.zeros(0), report)
 
     def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """The paper's model's arrays, or an embedded network's ``net_*``."""
@@ -364,5 +366,6 @@ class DPPClassifier(PrototypeClassifier):
             return super()._restore(path, header, arrays, dim)
         skeleton = self._embedded_network(dim, len(header["classes"]), jax.random.key(0))
         network = restore_network(path, skeleton, arrays)
-        self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), header["info"]))
+        report = FitReport.from_dict("dpp", header["info"])
+        self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), report))
         return None

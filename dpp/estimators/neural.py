@@ -38,7 +38,7 @@ from dpp.estimators.base import (
     warn_unclean,
     write_model_file,
 )
-from dpp.model import MIN_VALIDATION_SETS, FitReport
+from dpp.model import MIN_VALIDATION_SETS, EarlyStopping, FitReport
 from dpp.selection import holdout_split
 from dpp.sets import RaggedSets
 from dpp.units import Affine
@@ -79,8 +79,13 @@ def restore_network(path: Path, skeleton: eqx.Module, arrays: dict) -> eqx.Modul
 
 
 def train_with_early_stopping(
-    make: callable, sets: RaggedSets, settings: neural.TrainSettings, fraction: float, seed: int
-) -> tuple[eqx.Module, dict, np.ndarray]:
+    make: callable,
+    sets: RaggedSets,
+    settings: neural.TrainSettings,
+    fraction: float,
+    seed: int,
+    method: str,
+) -> tuple[eqx.Module, FitReport, np.ndarray]:
     """Trains a network with early stopping on held-out sets, then refits it on all the sets.
 
     Args:
@@ -92,11 +97,12 @@ def train_with_early_stopping(
         fraction: share of the sets held out (stratified); early stopping is skipped, and the
             network trained for ``max_epochs``, when fewer than 10 sets would be held out.
         seed: seed of the split, the start, the order of the sets and dropout.
+        method: the method's name, for the report.
 
     Returns:
-        ``(network, info, history)``: the refitted network, the fit's report (``status``,
-        ``status_reason``, ``epochs``, ``early_stopping`` ...), and the held-out
-        log-likelihood per epoch.
+        ``(network, report, history)``: the refitted network, the fit's
+        :class:`~dpp.model.report.FitReport` (``status``, ``reason``, ``rounds`` in epochs,
+        ``early_stopping`` ...), and the held-out log-likelihood per epoch.
     """
     t0 = time.perf_counter()
     init_key, train_key = jax.random.split(jax.random.key(seed))
@@ -134,38 +140,38 @@ def train_with_early_stopping(
         ran = int(result.epochs)
         epochs = int(result.best_epoch)
         history = np.asarray(result.history, np.float64)[: ran + 1]
-        early = {
-            "source": "validation_fraction",
-            "validation_fraction": fraction,
-            "validation_sets": int(held.num_sets),
-            "best_epoch": epochs,
-            "epochs_monitored": ran,
-            "validation_history": history.tolist(),
-        }
+        early = EarlyStopping(
+            "validation_fraction",
+            best=epochs,
+            monitored=ran,
+            validation_sets=int(held.num_sets),
+            validation_fraction=fraction,
+            validation_history=tuple(float(h) for h in history),
+            unit="epoch",
+        )
     buckets, _ = neural.bucketize(sets, settings.batch_size, classes, shape)
     refit = neural.train(
         make(sets, init_key), buckets, validation, train_key, settings, jnp.int32(epochs),
         jnp.asarray(False),
     )  # fmt: skip
     status, reason = _status(early, skipped, settings)
-    info = {
-        "status": status,
-        "status_reason": reason,
-        "epochs": epochs,
-        "seconds": time.perf_counter() - t0,
-        "early_stopping": early if early is not None else {"skipped": skipped or "off"},
-    }
-    return refit.model, info, history
+    if early is None:
+        early = EarlyStopping(skipped=skipped or "off", unit="epoch")
+    report = FitReport(
+        method, status, reason, epochs, unit="epoch", seconds=time.perf_counter() - t0,
+        early_stopping=early,
+    )  # fmt: skip
+    return refit.model, report, history
 
 
-def _status(early: dict | None, skipped: str | None, settings) -> tuple[str, str]:
+def _status(early: EarlyStopping | None, skipped: str | None, settings) -> tuple[str, str]:
     """The truthful status of a neural fit (the vocabulary of :data:`dpp.model.STATUSES`)."""
     if early is None:
         why = skipped or "early stopping off (validation_fraction = 0)"
         return "max_rounds", f"{why}: trained for max_epochs = {settings.max_epochs} epochs"
-    best, monitored = early["best_epoch"], early["epochs_monitored"]
+    best, monitored = early.best, early.monitored
     if best == 0:
-        start = early["validation_history"][0]
+        start = early.validation_history[0]
         return "stalled", (
             f"no epoch of {monitored} raised the validation log-likelihood above the untrained "
             f"network's ({start:.4f}): refitted for 0 epochs, the network is its random start "
@@ -256,14 +262,15 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         self.preprocess_ = self._fit_preprocess(sets)
         sets = self._preprocessed(sets)
         seed = 0 if self.random_state is None else int(self.random_state)
-        network, info, history = train_with_early_stopping(
-            self._make, sets, self._train_settings(), float(self.validation_fraction), seed
-        )
+        network, report, history = train_with_early_stopping(
+            self._make, sets, self._train_settings(), float(self.validation_fraction), seed,
+            self.method,
+        )  # fmt: skip
         for leaf in jax.tree.leaves(eqx.filter(network, eqx.is_array)):
             if not np.all(np.isfinite(np.asarray(leaf))):
                 raise ValueError(f"{type(self).__name__} fit produced non-finite parameters")
         self.network_ = network
-        self.fit_report_ = FitReport.from_dict(self.method, info)
+        self.fit_report_ = report
         # no objective is recorded per epoch (the held-out log-likelihood per epoch is in
         # fit_report_.early_stopping.validation_history)
         self.history_, self.n_iter_ = np.zeros(0), self.fit_report_.rounds

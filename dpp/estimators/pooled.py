@@ -431,7 +431,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         )
         mu = jnp.asarray(arrays["mu"], jnp.float32)
         theta = jnp.zeros((k, 2), jnp.float32)  # the encoder's Theta is never used
-        self.encoder_ = FittedModel(self.method, mu, None, theta, np.zeros(0), {}, normalizer)
+        report = FitReport(self.method)
+        self.encoder_ = FittedModel(self.method, mu, None, theta, np.zeros(0), report, normalizer)
         centres = self.encoder_.prototypes
         self.prototypes_ = (
             centres if self.preprocess_ is None else self.preprocess_.inverse(centres)

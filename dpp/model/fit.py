@@ -28,6 +28,7 @@ from dpp.model.fitted import (
     fit_status,
     saturated_fraction,
 )
+from dpp.model.report import EarlyStopping, FitReport, PrototypeFacts
 from dpp.pooling import exponent, make_pooling
 from dpp.selection import holdout_split
 from dpp.sets import Layout, RaggedSets
@@ -90,7 +91,7 @@ def fit_dpp(
             ``settings.patience`` rounds without improvement, and the model is then refitted on
             all training sets for the best number of rounds. With fewer than
             :data:`MIN_VALIDATION_SETS` validation sets it is skipped (said in
-            ``info["early_stopping"]``). 0 (default, as in the estimators) runs
+            ``report.early_stopping``). 0 (default, as in the estimators) runs
             to the tolerance or ``max_rounds``.
         start: warm start: a fitted DPP model whose prototypes, ``beta`` and ``Theta`` (mapped
             into this fit's internal units) replace ``centres``, the ``beta`` heuristic and
@@ -99,8 +100,8 @@ def fit_dpp(
             split across a device mesh (:mod:`dpp.sharding`; whole sets per device, parameters
             replicated) and the likelihood's sums become cross-device reductions. Same result
             as one device up to the order of float additions. Not with mini-batch Adam;
-            shared-pool sets run on one device (a warning). ``info["devices"]`` says how many
-            the fit used.
+            shared-pool sets run on one device (a warning). ``report.prototypes.devices`` says
+            how many the fit used.
         validation_sets: early stopping on given held-out sets (feature units, labelled like
             ``train``; e.g. a cross-validation's held-out fold): their weighted log-likelihood
             per set is recorded after every round, the fit stops once ``settings.patience``
@@ -122,11 +123,11 @@ def fit_dpp(
             so the early-stopping fit and its refit are one program in any case.
 
     Returns:
-        The fitted model; ``history`` holds ``L`` per round; ``info`` holds the ``status`` of
-        :func:`fit_status` with its ``status_reason``, ``converged`` (true only for status
-        ``converged``), rounds, ``beta_init`` and ``beta`` (feature units) and their ratio, the
-        fraction of saturated training codes, per-round inner iterations, accepted steps and
-        line-search failures, and the
+        The fitted model; ``history`` holds ``L`` per round; ``report`` (a
+        :class:`~dpp.model.report.FitReport`) holds the ``status`` of :func:`fit_status` with
+        its ``reason``, the rounds, early stopping, and the DPP facts (``beta_init`` and
+        ``beta`` in feature units and their ratio, the fraction of saturated training codes,
+        per-round inner iterations, accepted steps and line-search failures, devices) and the
         solver's wall-clock ``seconds`` (compilation included).
 
     Raises:
@@ -220,14 +221,14 @@ def _fit_on_one_layout(
         padded, validation = _two_weightings(ordered, fit_w, weights - fit_w, layout)
         result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
         record = _early_record(result, int(val_idx.size), source="validation_fraction")
-        early = {"validation_fraction": fraction, **record}
-        cap = jnp.int32(early["best_round"])
+        early = dataclasses.replace(record, validation_fraction=fraction)
+        cap = jnp.int32(early.best)
     weights = np.asarray(train.weights)
     padded, off = _two_weightings(train, weights, np.zeros_like(weights), layout)
     result = solve(params0, padded, settings, key, validation=off, round_cap=cap)
     result = result._replace(validation_history=None, best_round=None)  # no validation here
     if round_cap is not None:
-        early = {"source": "round_cap", "round_cap": int(round_cap)}
+        early = EarlyStopping("round_cap", round_cap=int(round_cap))
     return result, early, skipped, padded
 
 
@@ -277,7 +278,7 @@ def _fit_apart(
     if validation is not None:
         early = _early_record(result, int(validation_sets.num_sets), source="validation_sets")
     elif round_cap is not None:
-        early = {"source": "round_cap", "round_cap": int(round_cap)}
+        early = EarlyStopping("round_cap", round_cap=int(round_cap))
     return result, early, skipped, padded
 
 
@@ -348,7 +349,7 @@ def _validation_fraction_cap(solve, params0, train, settings, key, fraction, pla
         return None, None, _too_few(held_out)
     if fraction > 0:
         early = _early_stopping(solve, params0, train, settings, key, fraction, place)
-        return early, jnp.int32(early["best_round"]), None
+        return early, jnp.int32(early.best), None
     return None, None, None
 
 
@@ -377,12 +378,12 @@ def finish_fit(
         mode: ``coordinate_ascent`` or ``joint``.
         seconds: wall-clock seconds of the fit.
         devices: devices the fit used.
-        early: the early-stopping record (its ``source``: ``validation_fraction``,
-            ``validation_sets`` or ``round_cap``), if any.
+        early: the early-stopping record (:class:`~dpp.model.report.EarlyStopping`, its
+            ``source``: ``validation_fraction``, ``validation_sets`` or ``round_cap``), if any.
         skipped: why early stopping was skipped, if it was.
 
     Returns:
-        The fitted model (see :func:`fit_dpp` for ``info``).
+        The fitted model (see :func:`fit_dpp` for its ``report``).
 
     Raises:
         NonFiniteResultError: for non-finite parameters (naming which).
@@ -392,43 +393,42 @@ def finish_fit(
         if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(value)):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
     saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
-    source = None if early is None else early["source"]
-    cap = {"validation_fraction": "best_round", "round_cap": "round_cap"}.get(source)
-    status, reason = fit_status(result, saturated, mode, cap and early[cap], source)
+    source = None if early is None else early.source
+    cap = {"validation_fraction": early and early.best, "round_cap": early and early.round_cap}
+    status, reason = fit_status(result, saturated, mode, cap.get(source), source)
     rounds = int(result.num_rounds)
     history = np.asarray(result.history)[: rounds + 1]
-    diag = {}
+    steps = {}
     for name, values in result.diagnostics._asdict().items():
         values = np.asarray(values)[: rounds + 1].tolist()
         # NaN (not measured) as None, so records compare equal and serialise as JSON null
-        diag[name] = [None if isinstance(x, float) and not np.isfinite(x) else x for x in values]
+        steps[name] = tuple(
+            None if isinstance(x, float) and not np.isfinite(x) else x for x in values
+        )
     offset = normalizer.log_beta_offset()
     # beta after each round (the geometric mean of per-prototype betas), in feature units
-    diag["beta"] = np.exp(np.asarray(diag.pop("log_beta"), np.float64) - offset).tolist()
+    steps["beta"] = tuple(np.exp(np.asarray(steps.pop("log_beta"), np.float64) - offset).tolist())
     beta = np.exp(np.asarray(params.log_beta, np.float64) - offset)
     beta_init = float(np.exp(np.mean(np.asarray(log_beta0, np.float64)) - offset))
-    info = {
-        "status": status,
-        "status_reason": reason,
-        "converged": status == "converged",
-        "rounds": rounds,
-        "beta_init": beta_init,
-        "beta": float(beta) if beta.ndim == 0 else [float(b) for b in beta],
-        "beta_ratio": float(np.max(beta) / beta_init),
-        "saturated_fraction": saturated,
-        "devices": devices,
-        "seconds": seconds,
-        "steps": diag,
-    }
-    if early is not None:
-        info["early_stopping"] = early
-    elif skipped is not None:
-        info["early_stopping"] = {"skipped": skipped}
-    if exponent(params.pooling) is not None:
-        info["pooling_p"] = exponent(params.pooling)  # the generalised mean's learned p
-    return FittedModel(
-        "dpp", params.mu, params.log_beta, params.theta, history, info, normalizer, params.pooling
+    if early is None and skipped is not None:
+        early = EarlyStopping(skipped=skipped)
+    facts = PrototypeFacts(
+        beta=float(beta) if beta.ndim == 0 else tuple(float(b) for b in beta),
+        beta_init=beta_init,
+        beta_ratio=float(np.max(beta) / beta_init),
+        saturated_fraction=saturated,
+        devices=devices,
+        steps=steps,
+        pooling_p=exponent(params.pooling),  # the generalised mean's learned p, else None
     )
+    report = FitReport(
+        "dpp", status, reason, rounds, history=tuple(float(h) for h in history),
+        seconds=seconds, early_stopping=early, prototypes=facts,
+    )  # fmt: skip
+    return FittedModel(
+        "dpp", params.mu, params.log_beta, params.theta, history, report, normalizer,
+        params.pooling,
+    )  # fmt: skip
 
 
 def _bucketed(sets: RaggedSets, settings: FitSettings) -> RaggedSets:
@@ -458,7 +458,7 @@ def _warm_start(start: FittedModel, normalizer: Normalizer, train: RaggedSets, p
 
 def _early_stopping(
     solve, params0, train: RaggedSets, settings: FitSettings, key, fraction, place
-) -> dict:
+) -> EarlyStopping:
     """Best number of rounds by the validation log-likelihood on a held-out part of ``train``."""
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     fit_idx, val_idx = holdout_split(np.asarray(train.labels), fraction, seed)
@@ -466,19 +466,20 @@ def _early_stopping(
     fit_part, validation = place(fit_part), _bucketed(val_part, settings)
     result = solve(params0, fit_part, settings, key, validation=validation)
     record = _early_record(result, int(val_part.num_sets), source="validation_fraction")
-    return {"validation_fraction": fraction, **record}
+    return dataclasses.replace(record, validation_fraction=fraction)
 
 
-def _early_record(result: FitResult, validation_sets: int, source: str) -> dict:
+def _early_record(result: FitResult, validation_sets: int, source: str) -> EarlyStopping:
     """What early stopping saw: the best round and the validation log-likelihood per round."""
     rounds = int(result.num_rounds)
-    return {
-        "source": source,
-        "validation_sets": validation_sets,  # the real sets, not the padded count
-        "best_round": int(result.best_round),
-        "rounds_monitored": rounds,
-        "validation_history": np.asarray(result.validation_history)[: rounds + 1].tolist(),
-    }
+    history = np.asarray(result.validation_history, np.float64)[: rounds + 1]
+    return EarlyStopping(
+        source,
+        best=int(result.best_round),
+        monitored=rounds,
+        validation_sets=validation_sets,  # the real sets, not the padded count
+        validation_history=tuple(float(h) if np.isfinite(h) else None for h in history),
+    )
 
 
 def _check_held_out(

@@ -66,8 +66,8 @@ class FittedModel:
             of eq. (1).
         theta: ``[K, C]`` softmax classifier weights.
         history: objective values recorded during training (method-specific meaning).
-        info: the fit's report in its JSON form (status, rounds, inner iterations, final
-            ``beta``, ...); :attr:`report` reads it as a typed :class:`FitReport`.
+        report: the fit's typed report (:class:`~dpp.model.report.FitReport`: status, rounds,
+            inner iterations, final ``beta``, ...); :attr:`info` is its JSON form.
         normalizer: map from feature units to internal units, applied to every set encoded.
         pooling: how the soft encoder pools a set's codes (:mod:`dpp.pooling`; eq. 2's mean
             by default); the hard encoder of eq. (1) always takes the mean (a histogram).
@@ -78,14 +78,14 @@ class FittedModel:
     log_beta: Float[Array, "*B"] | None
     theta: Float[Array, "K C"]
     history: np.ndarray
-    info: dict
+    report: FitReport
     normalizer: Normalizer = IDENTITY
     pooling: Pooling = MEAN
 
     @property
-    def report(self) -> FitReport:
-        """The typed report of the fit (:class:`~dpp.model.report.FitReport`) read from ``info``."""
-        return FitReport.from_dict(self.method, self.info, self.history)
+    def info(self) -> dict:
+        """The report's JSON form (:meth:`~dpp.model.report.FitReport.to_dict`)."""
+        return self.report.to_dict()
 
     @property
     def prototypes(self) -> np.ndarray:

@@ -39,16 +39,16 @@ def _floats(values) -> tuple[float | None, ...]:
     return tuple(out)
 
 
-def _tuples(value):
+def as_tuples(value):
     """Nested lists of numbers as nested tuples of floats (hashable, frozen)."""
     if isinstance(value, list | tuple):
-        return tuple(_tuples(v) for v in value)
+        return tuple(as_tuples(v) for v in value)
     return float(value)
 
 
-def _lists(value):
+def as_lists(value):
     """Nested tuples as nested lists (the JSON form)."""
-    return [_lists(v) for v in value] if isinstance(value, tuple) else value
+    return [as_lists(v) for v in value] if isinstance(value, tuple) else value
 
 
 def _drop_none(d: dict) -> dict:
@@ -189,7 +189,7 @@ class InfoLossFacts:
 
     def to_dict(self) -> dict:
         """The JSON form."""
-        return {"beta": self.beta, "gamma": self.gamma, "pi": _lists(self.pi)}
+        return {"beta": self.beta, "gamma": self.gamma, "pi": as_lists(self.pi)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -310,7 +310,7 @@ class FitReport:
         early = info.get("early_stopping")
         infoloss = None
         if "gamma" in info and "pi" in info:
-            pi = _tuples(info["pi"])
+            pi = as_tuples(info["pi"])
             infoloss = InfoLossFacts(float(info["beta"]), float(info["gamma"]), pi)
         selection = None
         if info.get("C") is not None:
