@@ -43,9 +43,9 @@ from dpp.estimators.baselines import (
 )
 from dpp.estimators.cv import DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
-from dpp.estimators.io import ESTIMATORS, load
-from dpp.estimators.neural import NEURAL_ESTIMATORS, AttentionMILClassifier, DeepSetsClassifier
-from dpp.estimators.pooled import POOLED_ESTIMATORS, BagOfWordsClassifier, PoolingClassifier
+from dpp.estimators.io import ESTIMATORS, NEURAL_ESTIMATORS, POOLED_ESTIMATORS, load
+from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
+from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
 from dpp.units import Affine  # its home until this release: dpp.units
 
 __all__ = [

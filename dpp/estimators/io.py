@@ -1,4 +1,4 @@
-"""Loading a fitted estimator from its model file (:mod:`dpp.model_file`), every field checked.
+"""The estimator registry, and loading a fitted estimator from its model file.
 
 Writing is each estimator's ``save`` (:func:`dpp.estimators.base.write_model_file` writes the
 shared part); the format is described in :mod:`dpp.model_file`. One registry,
@@ -23,8 +23,16 @@ from dpp.estimators.baselines import (
     StandardPrototypeClassifier,
 )
 from dpp.estimators.dpp import DPPClassifier
-from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
-from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
+from dpp.estimators.neural import (
+    AttentionMILClassifier,
+    DeepSetsClassifier,
+    NeuralSetClassifier,
+)
+from dpp.estimators.pooled import (
+    BagOfWordsClassifier,
+    PooledLogisticClassifier,
+    PoolingClassifier,
+)
 from dpp.model import FitReport
 from dpp.model_file import FORMAT, FORMAT_VERSION, bad, is_int  # noqa: F401  (dpp.persist's names)
 from dpp.units import Affine
@@ -42,6 +50,14 @@ ESTIMATORS: dict[str, type] = {
         AttentionMILClassifier,
         DeepSetsClassifier,
     )
+}
+#: The pooled baselines by method name: the part of :data:`ESTIMATORS` that pools features.
+POOLED_ESTIMATORS = {
+    method: cls for method, cls in ESTIMATORS.items() if issubclass(cls, PooledLogisticClassifier)
+}
+#: The neural set models by method name: the part of :data:`ESTIMATORS` trained by Adam.
+NEURAL_ESTIMATORS = {
+    method: cls for method, cls in ESTIMATORS.items() if issubclass(cls, NeuralSetClassifier)
 }
 #: Arrays every model file may hold besides an estimator's own (its ``_file_arrays()``).
 SHARED_ARRAYS = frozenset({"preprocess_shift", "preprocess_matrix", "param_init"})

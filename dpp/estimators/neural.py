@@ -472,7 +472,3 @@ class DeepSetsClassifier(NeuralSetClassifier):
         return neural.DeepSets(
             dim, num_classes, self._widths(), float(self.dropout), str(self.pooling), key=key
         )
-
-
-#: The neural baselines by method name.
-NEURAL_ESTIMATORS = {cls.method: cls for cls in (AttentionMILClassifier, DeepSetsClassifier)}

@@ -437,7 +437,3 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         self.prototypes_ = (
             centres if self.preprocess_ is None else self.preprocess_.inverse(centres)
         )
-
-
-#: The pooled baselines by method name (the ``method`` recorded in results).
-POOLED_ESTIMATORS = {cls.method: cls for cls in (PoolingClassifier, BagOfWordsClassifier)}

@@ -36,15 +36,7 @@ from sklearn.model_selection import StratifiedKFold
 from dpp.datasets.base import Dataset
 from dpp.datasets.suite import make_digit_patches, make_proportion, make_witness
 from dpp.errors import ConfigError, FitWarning, RunInterrupted
-from dpp.estimators import (
-    AttentionMILClassifier,
-    BagOfWordsClassifier,
-    DeepSetsClassifier,
-    DPPClassifier,
-    DPPClassifierCV,
-    PoolingClassifier,
-    StandardPrototypeClassifier,
-)
+from dpp.estimators import ESTIMATORS, DPPClassifierCV
 from dpp.experiment.reporting import Heartbeat, process_identity
 from dpp.metrics import evaluate
 
@@ -70,7 +62,7 @@ EMBEDDING, EMBEDDED_K = (256, 128, 64), 16
 def _dpp_cv(pooling=None):
     def make(k: int, seed: int):
         extra = {} if pooling is None else {"pooling": pooling}
-        base = DPPClassifier(n_prototypes=k, random_state=seed)
+        base = ESTIMATORS["dpp"](n_prototypes=k, random_state=seed)
         return DPPClassifierCV(base, l2s=L2S, cv=3, **extra)
 
     return make
@@ -79,7 +71,7 @@ def _dpp_cv(pooling=None):
 def _embedded(pooling: str):
     def make(k: int, seed: int):
         del k  # the embedding space has its own K
-        return DPPClassifier(
+        return ESTIMATORS["dpp"](
             n_prototypes=EMBEDDED_K, embedding=EMBEDDING, optimizer="adam", pooling=pooling,
             random_state=seed,
         )  # fmt: skip
@@ -87,7 +79,9 @@ def _embedded(pooling: str):
     return make
 
 
-#: Every method by name: ``(K, seed) -> unfitted estimator``.
+#: Every method by name: ``(K, seed) -> unfitted estimator``: configured variants of the
+#: estimators of the one registry, :data:`dpp.estimators.ESTIMATORS` (which the model file and
+#: the Hydra config store read too).
 METHODS: dict[str, Callable] = {
     "dpp": _dpp_cv(),
     "dpp_mean": _dpp_cv(["mean"]),
@@ -96,12 +90,12 @@ METHODS: dict[str, Callable] = {
     "dpp_embedded_mean": _embedded("mean"),
     "dpp_embedded_max": _embedded("max"),
     "standard": lambda k, seed: DPPClassifierCV(
-        StandardPrototypeClassifier(n_prototypes=k, random_state=seed), l2s=L2S, cv=3
+        ESTIMATORS["standard"](n_prototypes=k, random_state=seed), l2s=L2S, cv=3
     ),
-    "pooling": lambda k, seed: PoolingClassifier(random_state=seed),
-    "bag_of_words": lambda k, seed: BagOfWordsClassifier(n_prototypes=k, random_state=seed),
-    "attention_mil": lambda k, seed: AttentionMILClassifier(random_state=seed),
-    "deep_sets": lambda k, seed: DeepSetsClassifier(random_state=seed),
+    "pooling": lambda k, seed: ESTIMATORS["pooling"](random_state=seed),
+    "bag_of_words": lambda k, seed: ESTIMATORS["bag_of_words"](n_prototypes=k, random_state=seed),
+    "attention_mil": lambda k, seed: ESTIMATORS["attention_mil"](random_state=seed),
+    "deep_sets": lambda k, seed: ESTIMATORS["deep_sets"](random_state=seed),
 }
 #: The baselines DPP is measured against (the issue's target: at least the best of them).
 BASELINES = ("standard", "pooling", "bag_of_words", "attention_mil", "deep_sets")
