@@ -146,6 +146,7 @@ def test_clone_and_params_round_trip():
         DPPClassifier(optimizer_options={"epochs": 3}).check_params()
 
 
+@pytest.mark.extended  # 15 s: the default tier stays near 5 minutes
 def test_grid_search_over_l2_and_n_prototypes_on_a_list_of_sets(problem):
     X, y, X_test, y_test = problem
     search = GridSearchCV(
