@@ -78,3 +78,9 @@ def test_one_vocabulary_old_names_read_unknown_refused(fitted, tmp_path):
     np.savez(tmp_path / "bad.npz", **members)
     with pytest.raises(ModelFileError, match="info"):
         dpp.load(tmp_path / "bad.npz")
+    for field, value in (("early_stopping", [1, 2]), ("steps", 3)):  # not objects: refused
+        header["info"] = {**fitted[0].fit_report_.to_dict(), field: value}
+        members["header"] = np.asarray(json.dumps(header))
+        np.savez(tmp_path / "bad.npz", **members)
+        with pytest.raises(ModelFileError, match=f"info is not a fit report.*{field}"):
+            dpp.load(tmp_path / "bad.npz")

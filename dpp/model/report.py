@@ -164,6 +164,9 @@ class PrototypeFacts:
         keys = ("beta_init", "saturated_fraction", "steps", "pooling_p", "embedding")
         if not any(k in d for k in keys):
             return None
+        steps = d.get("steps") or {}
+        if not isinstance(steps, Mapping):
+            raise ValueError(f"steps must be an object, got {type(steps).__name__}")
         beta = d.get("beta")
         beta = tuple(float(b) for b in beta) if isinstance(beta, list | tuple) else beta
         embedding = d.get("embedding")
@@ -173,7 +176,7 @@ class PrototypeFacts:
             beta_ratio=d.get("beta_ratio"),
             saturated_fraction=d.get("saturated_fraction"),
             devices=None if d.get("devices") is None else int(d["devices"]),
-            steps={k: tuple(v) for k, v in (d.get("steps") or {}).items()},
+            steps={k: tuple(v) for k, v in steps.items()},
             pooling_p=d.get("pooling_p"),
             embedding=None if embedding is None else tuple(int(w) for w in embedding),
         )
@@ -308,6 +311,8 @@ class FitReport:
         status = info.get("status")
         status = _OLD_STATUSES.get(status, status)
         early = info.get("early_stopping")
+        if early is not None and not isinstance(early, Mapping):
+            raise ValueError(f"early_stopping must be an object, got {type(early).__name__}")
         infoloss = None
         if "gamma" in info and "pi" in info:
             pi = as_tuples(info["pi"])
