@@ -6,6 +6,7 @@ defaults.
 
 import dataclasses
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -206,3 +207,82 @@ def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says(
     methods = trial_settings(cfg).methods
     assert methods["dpp"].standardize is False and methods["bag_of_words"].standardize is False
     assert methods["attention_mil"].standardize is True and methods["deep_sets"].standardize
+
+
+def _leaves(network):
+    return jax.tree.leaves(eqx.filter(network, eqx.is_array))
+
+
+@pytest.mark.extended  # 3 compilations of the training program (about 12 s)
+def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
+    """Issue 34, decision 2: folds x l2 x seeds of DPP on an embedding as one program per
+    stage, member by member the fits one at a time: bit for bit with one member at a time in
+    the program (``chunk=1``, the CPU's default), and to 1e-6 in float32 (parameters and
+    held-out log-likelihoods) vectorised; ``DPPClassifierCV`` scores its embedding candidates
+    by these batched fits."""
+    from sklearn.base import clone
+
+    from dpp.estimators.neural import fit_together
+
+    X, y, X_test, _ = problem
+    sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))
+    folds = [sets.subset(np.arange(0, 60)), sets.subset(np.arange(20, 80))]
+    base = dpp.DPPClassifier(
+        n_prototypes=4, embedding=(8,), optimizer="adam", pooling="max",
+        optimizer_options={"batch_size": 4, "learning_rate": 5e-3},
+    )  # fmt: skip
+    # a short training (8 epochs, patience 3): some members stop early, others do not
+    short = _capped(dpp.DPPClassifier._train_settings, {"max_epochs": 8, "patience": 3})
+    monkeypatch.setattr(dpp.DPPClassifier, "_train_settings", short)
+    grid = [
+        (fold, l2, seed) for fold in range(2) for l2 in (1e-2, 1.0) for seed in (0, 1)
+    ]  # fmt: skip
+
+    def members():
+        return [clone(base).set_params(l2=l2, random_state=seed) for _, l2, seed in grid]
+
+    training = [folds[f] for f, _, _ in grid]
+    alone = [est.fit(part) for est, part in zip(members(), training, strict=True)]
+    in_turn = fit_together(members(), training, chunk=1)
+    vectorised = fit_together(members(), training, chunk=len(grid))
+    assert len({est.fit_report_.rounds for est in alone}) > 1, "all members stopped alike"
+    for one, turn, vector in zip(alone, in_turn, vectorised, strict=True):
+        assert turn.fit_report_.rounds == vector.fit_report_.rounds == one.fit_report_.rounds
+        assert turn.fit_report_.status == vector.fit_report_.status == one.fit_report_.status
+        history = np.asarray(one.fit_report_.early_stopping.validation_history)
+        for a, b, c in zip(
+            _leaves(one.model_.network), _leaves(turn.model_.network),
+            _leaves(vector.model_.network), strict=True,
+        ):  # fmt: skip
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+            np.testing.assert_allclose(np.asarray(c), np.asarray(a), rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(
+            np.asarray(turn.fit_report_.early_stopping.validation_history), history
+        )
+        np.testing.assert_allclose(
+            np.asarray(vector.fit_report_.early_stopping.validation_history), history,
+            rtol=0, atol=1e-6,
+        )  # fmt: skip
+        np.testing.assert_array_equal(turn.predict_proba(X_test), one.predict_proba(X_test))
+    # the selection: every fold x l2 of an embedding candidate in one batch, scored as the
+    # fold's fit alone scores
+    search = dpp.DPPClassifierCV(
+        base, l2s=(1e-2, 1.0), pooling=["max"], embedding=[(8,)], cv=2, max_extensions=0
+    ).fit(sets)
+    for f, (fit_idx, val_idx) in enumerate(dpp.selection.cv_splits(2, sets.labels, 0, None)):
+        part, held = sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx))
+        for j, l2 in enumerate(search.cv_results_["param_l2"]):
+            one = clone(base).set_params(l2=l2 * part.num_sets / sets.num_sets).fit(part)
+            score = dpp.metrics.weighted_score(
+                one.predict_log_proba(held), held.labels, held.weights, "log_likelihood"
+            )
+            assert search.cv_results_[f"split{f}_test_score"][j] == score
+    with pytest.raises(ValueError, match="one training set per estimator: 2 estimators, 1"):
+        fit_together(members()[:2], folds[:1])
+    with pytest.raises(ValueError, match="embedding=None is not one"):
+        fit_together([dpp.DPPClassifier()], folds[:1])
+
+
+def _capped(train_settings, changes):
+    """``DPPClassifier._train_settings`` with fewer epochs (the embedded fit's are fixed)."""
+    return lambda self: dataclasses.replace(train_settings(self), **changes)

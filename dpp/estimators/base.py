@@ -281,16 +281,22 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
 
     def _fit(self, X, y, sample_weight, **fit_params):
         """:meth:`fit`, with method-specific ``fit_params`` passed on to ``_fit_model``."""
-        self.check_params()
-        sets, self.classes_ = labelled_sets(X, y, sample_weight)
-        self.n_features_in_ = sets.dim
-        self.preprocess_ = self._fit_preprocess(sets)
-        sets = self._preprocessed(sets)
-        seed = self._seed()
+        sets, seed = self._prepare(X, y, sample_weight)
         model = self._fit_model(sets, seed, **fit_params)
         self._set_fitted(model)
         self._warn_status()
         return self
+
+    def _prepare(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
+        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
+
+        Sets ``classes_``, ``n_features_in_`` and ``preprocess_``; the sets are preprocessed.
+        """
+        self.check_params()
+        sets, self.classes_ = labelled_sets(X, y, sample_weight)
+        self.n_features_in_ = sets.dim
+        self.preprocess_ = self._fit_preprocess(sets)
+        return self._preprocessed(sets), self._seed()
 
     def _warn_status(self) -> None:
         """A fit whose status is not clean raises a :class:`~dpp.errors.FitWarning`.

@@ -16,6 +16,7 @@ from dpp.errors import NonFiniteResultError, warn_caller
 from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_sets
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.neural import fit_together
 from dpp.metrics import weighted_score
 from dpp.pooling import POOLINGS
 from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
@@ -409,14 +410,16 @@ class _Search:
             self._theta_steps(k, path)
             self._log(k, path)
             return
-        by_round = self.by_round and group.embedding is None
+        if group.embedding is not None:
+            self._together(group, path)
+            self._log(k, path)
+            return
+        by_round = self.by_round
         by_fold = []
         for f, (part, held) in enumerate(self.parts):
             est = self.last.get((f, k)) if warm and not by_round else None
             if est is None:
                 est = clone(self.base).set_params(**group.params(), warm_start=not by_round)
-                if group.embedding is not None:  # early stopping within the fold's fit
-                    est.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
             for l2 in path:
                 t0 = time.perf_counter()
                 est.set_params(l2=float(l2 * self.shrink[f]))
@@ -440,6 +443,37 @@ class _Search:
             best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
             self.scores[key], self.rounds[key] = per_round[:, best], best
         self._log(k, path)
+
+    def _together(self, group: Group, path: list[float]) -> None:
+        """Scores ``(group, l2)`` for every ``l2`` of ``path``: DPP on an embedding.
+
+        Every fold x ``l2`` fit starts from k-means of its embedded part (no warm start),
+        stops early on its own held-out share of the fold and is trained by Adam epochs, so
+        all of them run batched (:func:`~dpp.estimators.neural.fit_together`, the fixed-step
+        decision of issue 34): each ends as its fit alone would.
+        """
+        t0 = time.perf_counter()
+        keys, estimators, training = [], [], []
+        for f, (part, _) in enumerate(self.parts):
+            for l2 in path:
+                est = clone(self.base).set_params(
+                    **group.params(),
+                    l2=float(l2 * self.shrink[f]),
+                    validation_fraction=DEFAULT_VALIDATION_FRACTION,
+                )  # early stopping within the fold's fit
+                keys.append((f, l2))
+                estimators.append(est)
+                training.append(part)
+        fit_together(estimators, training)
+        elapsed = (time.perf_counter() - t0) / len(estimators)  # the mean fit of a fold
+        for (f, l2), est in zip(keys, estimators, strict=True):
+            held = self.parts[f][1]
+            self._status(group, l2, f, est.fit_report_.status)
+            score = weighted_score(
+                est.predict_log_proba(held), held.labels, held.weights, self.scoring
+            )
+            self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
+            self.seconds[group, l2] = elapsed
 
     def _status(self, k: int, l2: float, fold: int, status) -> None:
         self.statuses.setdefault((k, l2), [None] * len(self.parts))[fold] = status

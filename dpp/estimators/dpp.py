@@ -14,7 +14,12 @@ from dpp import params as check
 from dpp.baselines import neural
 from dpp.baselines.infoloss import InfoLossSettings
 from dpp.estimators.base import PrototypeClassifier, _store, write_model_file
-from dpp.estimators.neural import network_leaves, restore_network, train_with_early_stopping
+from dpp.estimators.neural import (
+    Member,
+    network_leaves,
+    restore_network,
+    train_with_early_stopping,
+)
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
@@ -318,6 +323,34 @@ class DPPClassifier(PrototypeClassifier):
 
     def _fit_embedded(self, sets: RaggedSets, seed: int) -> neural.EmbeddedFit:
         """DPP on a learned embedding: trained jointly by Adam with early stopping."""
+        network, report, _ = train_with_early_stopping(*self._member(sets, seed))
+        return self._embedded_fit(network, report)
+
+    def _embedded_fit(self, network: neural.EmbeddedDPP, report: FitReport) -> neural.EmbeddedFit:
+        """The fitted model of a trained network, with the embedding's facts in its report."""
+        facts = PrototypeFacts(
+            embedding=tuple(int(w) for w in self.embedding), pooling_p=exponent(network.pooling)
+        )
+        return neural.EmbeddedFit(
+            network, np.zeros(0), dataclasses.replace(report, prototypes=facts)
+        )
+
+    def _finish(self, network: neural.EmbeddedDPP, report: FitReport):
+        """Sets the fitted attributes from a network trained by :func:`fit_together`."""
+        self._set_fitted(self._embedded_fit(network, report))
+        self._warn_status()
+        return self
+
+    def _member(self, sets: RaggedSets, seed: int) -> Member:
+        """The embedded fit as a :class:`~dpp.estimators.neural.Member`.
+
+        What :func:`~dpp.estimators.neural.fit_together` batches.
+
+        Raises:
+            ValueError: without an ``embedding`` (coordinate ascent is not batched).
+        """
+        if self.embedding is None:
+            raise ValueError("only DPP on an embedding is trained by Adam epochs that batch")
         solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
 
         def make(part: RaggedSets, key):
@@ -333,15 +366,8 @@ class DPPClassifier(PrototypeClassifier):
             )  # fmt: skip
             return dataclasses.replace(network, theta=jnp.asarray(theta, network.theta.dtype))
 
-        network, report, history = train_with_early_stopping(
-            make, sets, self._train_settings(), float(self.validation_fraction), seed, "dpp"
-        )
-        facts = PrototypeFacts(
-            embedding=tuple(int(w) for w in self.embedding), pooling_p=exponent(network.pooling)
-        )
-        report = dataclasses.replace(report, prototypes=facts)
-        del history  # in report.early_stopping; no objective is recorded per epoch
-        return neural.EmbeddedFit(network, np.zeros(0), report)
+        fraction = float(self.validation_fraction)
+        return Member(make, sets, self._train_settings(), fraction, seed, "dpp")
 
     def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """The paper's model's arrays, or an embedded network's ``net_*``."""

@@ -16,9 +16,11 @@ then refitted from the same start on all training sets for the best number of ep
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import equinox as eqx
 import jax
@@ -78,17 +80,10 @@ def restore_network(path: Path, skeleton: eqx.Module, arrays: dict) -> eqx.Modul
     return eqx.combine(jax.tree.unflatten(treedef, loaded), static)
 
 
-def train_with_early_stopping(
-    make: callable,
-    sets: RaggedSets,
-    settings: neural.TrainSettings,
-    fraction: float,
-    seed: int,
-    method: str,
-) -> tuple[eqx.Module, FitReport, np.ndarray]:
-    """Trains a network with early stopping on held-out sets, then refits it on all the sets.
+class Member(NamedTuple):
+    """One Adam-trained fit: what :func:`train_with_early_stopping` gets.
 
-    Args:
+    Attributes:
         make: ``(sets, key) -> network``, the initial network for training sets (the same key
             gives the same start: the refit starts where the monitored fit did, or from its
             own k-means where the start depends on the sets).
@@ -98,13 +93,35 @@ def train_with_early_stopping(
             network trained for ``max_epochs``, when fewer than 10 sets would be held out.
         seed: seed of the split, the start, the order of the sets and dropout.
         method: the method's name, for the report.
-
-    Returns:
-        ``(network, report, history)``: the refitted network, the fit's
-        :class:`~dpp.model.report.FitReport` (``status``, ``reason``, ``rounds`` in epochs,
-        ``early_stopping`` ...), and the held-out log-likelihood per epoch.
     """
-    t0 = time.perf_counter()
+
+    make: Callable
+    sets: RaggedSets
+    settings: neural.TrainSettings
+    fraction: float
+    seed: int
+    method: str
+
+
+@dataclasses.dataclass(frozen=True)
+class _Plan:
+    """A member's host-side part: its split, padded buckets and initial networks."""
+
+    member: Member
+    skipped: str | None  # why early stopping is skipped (too few held-out sets)
+    monitored: bool
+    held_sets: int
+    start: eqx.Module | None  # the monitored fit's start, on the part it fits
+    buckets: tuple | None  # that part's buckets
+    refit_start: eqx.Module
+    refit_buckets: tuple
+    validation: tuple
+    train_key: jax.Array
+
+
+def _plan(member: Member) -> _Plan:
+    """Splits, lays out and starts one member (the same for it alone or in a batch)."""
+    sets, settings, fraction, seed = member.sets, member.settings, member.fraction, member.seed
     init_key, train_key = jax.random.split(jax.random.key(seed))
     classes = sets.num_classes
     held_out = int(np.ceil(fraction * sets.num_sets))
@@ -119,49 +136,249 @@ def train_with_early_stopping(
         fit_idx, val_idx = holdout_split(np.asarray(sets.labels), fraction, seed)
         held = sets.subset(val_idx)
     else:  # the refit records the log-likelihood of a few of its own sets (not used)
-        fit_idx, held = np.arange(sets.num_sets), sets.subset(np.arange(min(8, sets.num_sets)))
+        held = sets.subset(np.arange(min(8, sets.num_sets)))
     sizes = sets.set_sizes()
     shape = neural.layout(sizes, settings.batch_size)  # shared by both fits
     held_shape = neural.layout(sizes, settings.batch_size, held.num_sets)  # by every seed's
     validation, _ = neural.bucketize(held, settings.batch_size, classes, held_shape)
-    early, history, epochs = None, np.zeros(0), settings.max_epochs
+    start = buckets = None
     if monitored:
         part = sets.subset(fit_idx)
         buckets, _ = neural.bucketize(part, settings.batch_size, classes, shape)
-        result = neural.train(
-            make(part, init_key),
-            buckets,
-            validation,
-            train_key,
+        start = member.make(part, init_key)
+    refit_buckets, _ = neural.bucketize(sets, settings.batch_size, classes, shape)
+    return _Plan(
+        member, skipped, monitored, int(held.num_sets), start, buckets,
+        member.make(sets, init_key), refit_buckets, validation, train_key,
+    )  # fmt: skip
+
+
+def _chosen(plan: _Plan, result: neural.TrainResult | None):
+    """``(epochs, early, history)``: the refit's epochs from the monitored fit's result."""
+    settings = plan.member.settings
+    if result is None:
+        return settings.max_epochs, None, np.zeros(0)
+    ran = int(result.epochs)
+    epochs = int(result.best_epoch)
+    history = np.asarray(result.history, np.float64)[: ran + 1]
+    early = EarlyStopping(
+        "validation_fraction",
+        best=epochs,
+        monitored=ran,
+        validation_sets=plan.held_sets,
+        validation_fraction=plan.member.fraction,
+        validation_history=tuple(float(h) for h in history),
+        unit="epoch",
+    )
+    return epochs, early, history
+
+
+def _report(plan: _Plan, epochs: int, early, seconds: float) -> FitReport:
+    settings = plan.member.settings
+    status, reason = _status(early, plan.skipped, settings)
+    if early is None:
+        early = EarlyStopping(skipped=plan.skipped or "off", unit="epoch")
+    return FitReport(
+        plan.member.method, status, reason, epochs, unit="epoch", seconds=seconds,
+        early_stopping=early,
+    )  # fmt: skip
+
+
+def train_with_early_stopping(
+    make: Callable,
+    sets: RaggedSets,
+    settings: neural.TrainSettings,
+    fraction: float,
+    seed: int,
+    method: str,
+) -> tuple[eqx.Module, FitReport, np.ndarray]:
+    """Trains a network with early stopping on held-out sets, then refits it on all the sets.
+
+    Args:
+        make: ``(sets, key) -> network``, the initial network (see :class:`Member`).
+        sets: preprocessed, labelled training sets.
+        settings: Adam and early stopping.
+        fraction: share of the sets held out (stratified); early stopping is skipped, and the
+            network trained for ``max_epochs``, when fewer than 10 sets would be held out.
+        seed: seed of the split, the start, the order of the sets and dropout.
+        method: the method's name, for the report.
+
+    Returns:
+        ``(network, report, history)``: the refitted network, the fit's
+        :class:`~dpp.model.report.FitReport` (``status``, ``reason``, ``rounds`` in epochs,
+        ``early_stopping`` ...), and the held-out log-likelihood per epoch.
+    """
+    t0 = time.perf_counter()
+    plan = _plan(Member(make, sets, settings, fraction, seed, method))
+    first = None
+    if plan.monitored:
+        first = neural.train(
+            plan.start,
+            plan.buckets,
+            plan.validation,
+            plan.train_key,
             settings,
             jnp.int32(settings.max_epochs),
             jnp.asarray(True),
         )  # fmt: skip (traced cap and flag: one program for both fits)
-        ran = int(result.epochs)
-        epochs = int(result.best_epoch)
-        history = np.asarray(result.history, np.float64)[: ran + 1]
-        early = EarlyStopping(
-            "validation_fraction",
-            best=epochs,
-            monitored=ran,
-            validation_sets=int(held.num_sets),
-            validation_fraction=fraction,
-            validation_history=tuple(float(h) for h in history),
-            unit="epoch",
-        )
-    buckets, _ = neural.bucketize(sets, settings.batch_size, classes, shape)
+    epochs, early, history = _chosen(plan, first)
     refit = neural.train(
-        make(sets, init_key), buckets, validation, train_key, settings, jnp.int32(epochs),
-        jnp.asarray(False),
+        plan.refit_start, plan.refit_buckets, plan.validation, plan.train_key, settings,
+        jnp.int32(epochs), jnp.asarray(False),
     )  # fmt: skip
-    status, reason = _status(early, skipped, settings)
-    if early is None:
-        early = EarlyStopping(skipped=skipped or "off", unit="epoch")
-    report = FitReport(
-        method, status, reason, epochs, unit="epoch", seconds=time.perf_counter() - t0,
-        early_stopping=early,
+    return refit.model, _report(plan, epochs, early, time.perf_counter() - t0), history
+
+
+def default_chunk(members: int) -> int:
+    """Members ``vmap``-ped at a time by default: all on an accelerator, one on the CPU.
+
+    On the CPU a fit is compute-bound, so vectorising members gains little, and a chunk runs
+    until its slowest member stops; one at a time, each member is also bit for bit its fit
+    alone (:func:`dpp.baselines.neural.train_batch`). ``python scripts/bench.py --together``
+    prints both.
+    """
+    return members if jax.default_backend() != "cpu" else 1
+
+
+def train_together(
+    members: list[Member], chunk: int | None = None
+) -> list[tuple[eqx.Module, FitReport, np.ndarray]]:
+    """:func:`train_with_early_stopping` of several members, batched into one program per shape.
+
+    The fixed-step decision of issue 34: members (e.g. a selection's folds x ``l2`` values x
+    seeds) whose networks, buckets and validation sets have the same shapes and whose
+    :class:`~dpp.baselines.neural.TrainSettings` are equal run their monitored fits as one
+    program (:func:`dpp.baselines.neural.train_batch`), then their refits as another call of
+    it, each member for its own number of epochs. Member ``i`` ends where
+    ``train_with_early_stopping`` on it alone ends: its split, start, shuffles, dropout and
+    early stopping are its own. One member at a time in the program (``chunk=1``, the CPU's
+    default) it ends there bit for bit, whichever members ran beside it; vectorised, only
+    float32 rounding differs (within 3e-7 over a short training, ``tests/test_neural.py``;
+    Adam on mini-batches of one set amplifies it over tens of epochs). The host-side parts
+    (splits, k-means of a start) run member by member.
+
+    Args:
+        members: the fits.
+        chunk: members vectorised at a time (:func:`~dpp.baselines.neural.train_batch`);
+            default :func:`default_chunk`.
+
+    Returns:
+        ``[(network, report, history)]`` per member, as :func:`train_with_early_stopping`;
+        a report's ``seconds`` is the batch's wall time over the number of members.
+    """
+    t0 = time.perf_counter()
+    plans = [_plan(m) for m in members]
+    firsts: list = [None] * len(plans)
+    monitored = [i for i, p in enumerate(plans) if p.monitored]
+    caps = [p.member.settings.max_epochs for p in plans]
+    for group in _same_shapes(plans, monitored, lambda p: (p.start, p.buckets)):
+        results = _run(plans, group, "start", "buckets", caps, True, chunk)
+        firsts = _placed(firsts, group, results)
+    chosen = [_chosen(p, f) for p, f in zip(plans, firsts, strict=True)]
+    epochs = [c[0] for c in chosen]
+    refits: list = [None] * len(plans)
+    everyone = list(range(len(plans)))
+    for group in _same_shapes(plans, everyone, lambda p: (p.refit_start, p.refit_buckets)):
+        results = _run(plans, group, "refit_start", "refit_buckets", epochs, False, chunk)
+        refits = _placed(refits, group, results)
+    seconds = (time.perf_counter() - t0) / max(len(plans), 1)
+    return [
+        (refit.model, _report(p, e, early, seconds), history)
+        for p, refit, (e, early, history) in zip(plans, refits, chosen, strict=True)
+    ]
+
+
+def _signature(tree) -> tuple:
+    """What must agree for pytrees to stack: structure, array shapes and dtypes, other leaves."""
+    leaves, treedef = jax.tree.flatten(tree)
+    return treedef, tuple(
+        (leaf.shape, str(leaf.dtype)) if eqx.is_array(leaf) else leaf for leaf in leaves
+    )
+
+
+def _same_shapes(plans: list[_Plan], members: list[int], parts) -> list[list[int]]:
+    """``members`` grouped by equal settings and shapes of ``parts(plan)`` and validation."""
+    groups: dict = {}
+    for i in members:
+        p = plans[i]
+        key = (p.member.settings, _signature((parts(p), p.validation)))
+        groups.setdefault(key, []).append(i)
+    return list(groups.values())
+
+
+def _placed(out: list, group: list[int], results: list) -> list:
+    """``out`` with ``results[j]`` at index ``group[j]``."""
+    out = list(out)
+    for i, result in zip(group, results, strict=True):
+        out[i] = result
+    return out
+
+
+def _stack(trees: list):
+    return jax.tree.map(lambda *xs: jnp.stack(xs) if eqx.is_array(xs[0]) else xs[0], *trees)
+
+
+def _run(plans, group, start: str, buckets: str, caps, monitor: bool, chunk) -> list:
+    """One :func:`~dpp.baselines.neural.train_batch` call for a group; the members' results."""
+    chosen = [plans[i] for i in group]
+    chunk = default_chunk(len(group)) if chunk is None else min(int(chunk), len(group))
+    result = neural.train_batch(
+        _stack([getattr(p, start) for p in chosen]),
+        _stack([getattr(p, buckets) for p in chosen]),
+        _stack([p.validation for p in chosen]),
+        jnp.stack([p.train_key for p in chosen]),
+        chosen[0].member.settings,
+        jnp.asarray([caps[i] for i in group], jnp.int32),
+        jnp.full(len(group), monitor),
+        chunk,
     )  # fmt: skip
-    return refit.model, report, history
+    return [
+        jax.tree.map(lambda a, j=j: a[j] if eqx.is_array(a) else a, result)
+        for j in range(len(group))
+    ]
+
+
+def fit_together(estimators: list, training: list, chunk: int | None = None) -> list:
+    """Fits Adam-trained estimators on their training sets as batched programs.
+
+    Each estimator ends as ``estimator.fit(sets)`` alone would (bit for bit with ``chunk=1``):
+    its own preprocessing, split, start, shuffles and early stopping; only the epochs run
+    batched (:func:`train_together`). What a selection gives it: inner folds x candidates x
+    seeds (``DPPClassifierCV`` over DPP on an embedding, the decision of issue 34).
+
+    Args:
+        estimators: unfitted estimators trained by Adam epochs (:class:`NeuralSetClassifier`
+            subclasses, or ``DPPClassifier`` with an ``embedding``; for batching, of equal
+            training settings: ``learning_rate``, ``weight_decay``, ``batch_size``,
+            ``max_epochs``, ``patience``; others run in a batch of their own).
+        training: each estimator's labelled training sets (:class:`~dpp.sets.RaggedSets`).
+        chunk: members vectorised at a time (:func:`train_together`).
+
+    Returns:
+        The estimators, fitted.
+
+    Raises:
+        ValueError: lists of different lengths, an estimator that is not trained by Adam
+            epochs, and the errors of each estimator's ``fit``.
+    """
+    if len(estimators) != len(training):
+        raise ValueError(
+            f"fit_together needs one training set per estimator: {len(estimators)} "
+            f"estimators, {len(training)} training sets"
+        )
+    members = []
+    for est, sets in zip(estimators, training, strict=True):
+        if not hasattr(est, "_member") or getattr(est, "embedding", ()) is None:
+            raise ValueError(
+                f"fit_together batches Adam-trained fits: {type(est).__name__} with "
+                f"embedding={getattr(est, 'embedding', None)!r} is not one"
+            )
+        members.append(est._member(*est._prepare(sets, None, None)))
+    results = train_together(members, chunk)
+    return [
+        est._finish(network, report)
+        for est, (network, report, _) in zip(estimators, results, strict=True)
+    ]
 
 
 def _status(early: EarlyStopping | None, skipped: str | None, settings) -> tuple[str, str]:
@@ -256,16 +473,32 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
             ValueError: bad parameters or inputs (naming which): empty sets, NaN, mixed
                 dimensions, labels off the simplex, fewer than 2 classes.
         """
+        member = self._member(*self._prepare(X, y, sample_weight))
+        network, report, _ = train_with_early_stopping(*member)
+        return self._finish(network, report)
+
+    def _prepare(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
+        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``."""
         self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
         self.preprocess_ = self._fit_preprocess(sets)
-        sets = self._preprocessed(sets)
         seed = 0 if self.random_state is None else int(self.random_state)
-        network, report, history = train_with_early_stopping(
-            self._make, sets, self._train_settings(), float(self.validation_fraction), seed,
-            self.method,
-        )  # fmt: skip
+        return self._preprocessed(sets), seed
+
+    def _member(self, sets: RaggedSets, seed: int) -> Member:
+        """The fit's :class:`Member` (what :func:`fit_together` batches)."""
+        settings = self._train_settings()
+        return Member(
+            self._make, sets, settings, float(self.validation_fraction), seed, self.method
+        )
+
+    def _finish(self, network: eqx.Module, report: FitReport):
+        """Sets the fitted attributes from a trained network; returns ``self``.
+
+        Raises:
+            ValueError: the network's parameters are not finite.
+        """
         for leaf in jax.tree.leaves(eqx.filter(network, eqx.is_array)):
             if not np.all(np.isfinite(np.asarray(leaf))):
                 raise ValueError(f"{type(self).__name__} fit produced non-finite parameters")
@@ -274,7 +507,6 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         # no objective is recorded per epoch (the held-out log-likelihood per epoch is in
         # fit_report_.early_stopping.validation_history)
         self.history_, self.n_iter_ = np.zeros(0), self.fit_report_.rounds
-        del history
         warn_unclean(self)
         return self
 
