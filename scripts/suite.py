@@ -6,9 +6,9 @@ Writes suite.json, .csv, .md, .png.
     python scripts/suite.py --tasks witness_d10_r10 --folds 3 --out /tmp/suite
 
 The same run as ``python experiments/run.py experiment=suite`` (both call
-:func:`dpp.experiment.suite.run_suite`). Files are rewritten after every task, so a run that
-fails keeps the
-tasks it finished; ``--resume`` continues it.
+:func:`dpp.experiment.suite.run_suite`). Files are rewritten after every fit, so a run that
+fails keeps every fit it finished; ``--resume`` continues it, keeping the outer folds that every
+method finished.
 """
 
 import argparse

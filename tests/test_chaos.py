@@ -84,7 +84,7 @@ def test_sigkill_at_random_moments_and_resume_gives_the_uninterrupted_results(tm
             kills += 1
         proc.wait(timeout=60)
         if (out / "results.json").is_file():
-            assert run_state(out)[0] in ("killed", "complete")
+            assert run_state(out)[0] in ("killed", "complete"), run_state(out)
     assert kills == 5, f"{kills} kills in {launches} launches"
     done = subprocess.run(_command(out, "resume=true"), cwd=REPO, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]

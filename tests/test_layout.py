@@ -70,3 +70,33 @@ def test_the_layers_contract_is_kept():
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "0 broken" in proc.stdout
+
+
+def test_the_prototype_estimators_share_one_parameter_block():
+    """Issue 35: the shared constructor parameters have one home (``SHARED_PARAMETERS``); each
+    estimator's signature, which scikit-learn, the config store and the model file read, lists
+    them with those defaults, and a misspelt one is refused as Python refuses any."""
+    import inspect
+
+    from sklearn.base import clone
+
+    import dpp
+    from dpp.estimators.base import SHARED_PARAMETERS
+
+    classes = (
+        dpp.DPPClassifier, dpp.StandardPrototypeClassifier, dpp.InfoLossClassifier,
+        dpp.ClassPriorClassifier,
+    )  # fmt: skip
+    for cls in classes:
+        parameters = inspect.signature(cls.__init__).parameters
+        shared = {n: p.default for n, p in parameters.items() if n in SHARED_PARAMETERS}
+        assert shared == SHARED_PARAMETERS, cls.__name__
+        assert list(parameters)[-len(SHARED_PARAMETERS) :] == list(SHARED_PARAMETERS)
+        est = cls(standardize=False, random_state=3)
+        assert (
+            est.get_params()["standardize"] is False
+            and est.kmeans_n_init == SHARED_PARAMETERS["kmeans_n_init"]
+        )
+        assert clone(est).get_params() == est.get_params()
+        with pytest.raises(TypeError, match="unexpected keyword argument 'standardise'"):
+            cls(standardise=False)

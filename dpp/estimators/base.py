@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from dpp import model_file
 from dpp import params as check
 from dpp.errors import ModelFileError, NonFiniteResultError, warn_caller
-from dpp.init import kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.model import FitReport, FittedModel
 from dpp.model_file import jsonable
 from dpp.pooling import MEAN, make_pooling
@@ -170,11 +170,49 @@ def labelled_sets(X, y=None, sample_weight=None) -> tuple[RaggedSets, np.ndarray
     return sets, classes
 
 
+#: The constructor parameters every prototype estimator shares (the standard prototype,
+#: InfoLoss, the class prior and DPP), with their defaults: their one home. A subclass names
+#: its own parameters in ``__init__`` and takes these as ``**shared``; its signature, which
+#: scikit-learn, the Hydra config store and the model file read, lists them after its own as
+#: keyword-only parameters (:meth:`PrototypeClassifier.__init_subclass__`). Documented in
+#: :class:`dpp.DPPClassifier`'s arguments.
+SHARED_PARAMETERS: dict[str, object] = {
+    "standardize": True,
+    "pca_components": None,
+    "preprocess": None,
+    "init": "k-means",
+    "warm_start": False,
+    "optimizer": solver_options.DEFAULT_OPTIMIZER,
+    "optimizer_options": None,
+    "kmeans_n_init": KMEANS_N_INIT,
+    "kmeans_max_iter": KMEANS_MAX_ITER,
+    "random_state": 0,
+    "verbose": False,
+}
+
+
 def _store(estimator, values: dict) -> None:
-    """Sets every constructor argument as an attribute, unchanged (scikit-learn's rule)."""
+    """Sets every constructor argument as an attribute, unchanged (scikit-learn's rule).
+
+    ``values`` is the constructor's ``locals()``; its ``shared`` entry (``**shared``) is
+    checked against :data:`SHARED_PARAMETERS` and completed with their defaults.
+
+    Raises:
+        TypeError: a keyword argument the constructor does not take (as Python's own).
+    """
     for name, value in values.items():
-        if name not in ("self", "__class__"):
+        if name not in ("self", "__class__", "shared"):
             setattr(estimator, name, value)
+    if "shared" not in values:
+        return
+    unknown = sorted(set(values["shared"]) - set(SHARED_PARAMETERS))
+    if unknown:
+        raise TypeError(
+            f"{type(estimator).__name__}.__init__() got an unexpected keyword argument "
+            f"{unknown[0]!r}"
+        )
+    for name, default in SHARED_PARAMETERS.items():
+        setattr(estimator, name, values["shared"].get(name, default))
 
 
 class FitReportView:
@@ -246,7 +284,27 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
         "verbose": check.Bool(),
     }
 
-    # subclasses list their own parameters in __init__ (scikit-learn reads the signature)
+    def __init_subclass__(cls, **kwargs):
+        """Lists :data:`SHARED_PARAMETERS` in the signature of an ``__init__(..., **shared)``.
+
+        scikit-learn's ``get_params`` and ``clone``, the Hydra config store and the model file
+        read the constructor's signature: this one names the class's own parameters, then
+        the shared ones, keyword-only, with their defaults.
+        """
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            return
+        signature = inspect.signature(init)
+        own = list(signature.parameters.values())
+        if not own or own[-1].kind is not inspect.Parameter.VAR_KEYWORD:
+            return
+        shared = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+            for name, default in SHARED_PARAMETERS.items()
+        ]
+        init.__signature__ = signature.replace(parameters=[*own[:-1], *shared])
+
     def check_params(self) -> None:
         """Checks every parameter by the class's table, then the optimizer and its options.
 

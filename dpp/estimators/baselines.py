@@ -12,12 +12,10 @@ from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard, hard_code_model
 from dpp.estimators.base import PrototypeClassifier, _store
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
 from dpp.model import FittedModel
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings
-from dpp.units import Affine
 
 _FIT = FitSettings()
 _INFOLOSS = InfoLossSettings()
@@ -38,17 +36,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         self,
         n_prototypes: int = 10,
         l2: float = _FIT.l2,
-        standardize: bool = True,
-        pca_components: int | None = None,
-        preprocess: Affine | None = None,
-        init="k-means",
-        warm_start: bool = False,
-        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
-        optimizer_options: dict | None = None,
-        kmeans_n_init: int = KMEANS_N_INIT,
-        kmeans_max_iter: int = KMEANS_MAX_ITER,
-        random_state: int | None = 0,
-        verbose: bool = False,
+        **shared,
     ):
         _store(self, locals())
 
@@ -110,17 +98,7 @@ class InfoLossClassifier(PrototypeClassifier):
         max_rounds: int = _INFOLOSS.max_rounds,
         tol: float = _INFOLOSS.tol,
         centre_max_iter: int = _INFOLOSS.centre_solver.max_iter,
-        standardize: bool = True,
-        pca_components: int | None = None,
-        preprocess: Affine | None = None,
-        init="k-means",
-        warm_start: bool = False,
-        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
-        optimizer_options: dict | None = None,
-        kmeans_n_init: int = KMEANS_N_INIT,
-        kmeans_max_iter: int = KMEANS_MAX_ITER,
-        random_state: int | None = 0,
-        verbose: bool = False,
+        **shared,
     ):
         _store(self, locals())
 
@@ -160,17 +138,7 @@ class ClassPriorClassifier(PrototypeClassifier):
         self,
         n_prototypes: int = 1,
         l2: float = 0.0,
-        standardize: bool = True,
-        pca_components: int | None = None,
-        preprocess: Affine | None = None,
-        init="k-means",
-        warm_start: bool = False,
-        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
-        optimizer_options: dict | None = None,
-        kmeans_n_init: int = KMEANS_N_INIT,
-        kmeans_max_iter: int = KMEANS_MAX_ITER,
-        random_state: int | None = 0,
-        verbose: bool = False,
+        **shared,
     ):
         _store(self, locals())
 

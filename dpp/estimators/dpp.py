@@ -20,7 +20,7 @@ from dpp.estimators.neural import (
     restore_network,
     train_with_early_stopping,
 )
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
+from dpp.init import init_log_beta, kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
 from dpp.model.fit import FIT_RULES
@@ -29,7 +29,6 @@ from dpp.pooling import POOLINGS, exponent, make_pooling
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings, fit_classifier
-from dpp.units import Affine
 
 _FIT = FitSettings()
 _INFOLOSS = InfoLossSettings()
@@ -135,18 +134,8 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior: str = _FIT.prior.kind,
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
-        standardize: bool = True,
-        pca_components: int | None = None,
-        preprocess: Affine | None = None,
-        init="k-means",
-        warm_start: bool = False,
-        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
-        optimizer_options: dict | None = None,
-        kmeans_n_init: int = KMEANS_N_INIT,
-        kmeans_max_iter: int = KMEANS_MAX_ITER,
-        random_state: int | None = 0,
-        verbose: bool = False,
         devices: int | str = 1,
+        **shared,
     ):
         _store(self, locals())
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from dpp.errors import RunInterrupted
 from dpp.model_file import jsonable  # re-exported: its old home
 
 SCHEMA_VERSION = 1
@@ -197,6 +198,113 @@ class Heartbeat:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def stop_status(err: BaseException) -> str:
+    """``interrupted`` for SIGTERM/SIGINT (:class:`~dpp.errors.RunInterrupted`), else ``failed``."""
+    return "interrupted" if isinstance(err, RunInterrupted | KeyboardInterrupt) else "failed"
+
+
+class Recorder:
+    """A run's records on disk after every one, and its status at the end: every run's loop.
+
+    The experiments (``results.json``, :mod:`dpp.experiment.runner`) and the suite
+    (``suite.json``, :mod:`dpp.experiment.suite`) keep their records through one of these, so
+    both keep each fit's record the moment it ends, mark a killed run by its heartbeat, and
+    end ``complete``, ``failed`` or ``interrupted`` with what they finished.
+
+    A context manager: on entry the :class:`Heartbeat` starts and the run file is written with
+    status ``running``; :meth:`keep` appends a record and rewrites it; :meth:`finish` writes
+    ``complete``; an exception leaving the block writes ``failed`` or ``interrupted`` with the
+    error (and is raised on).
+
+    Args:
+        out: the run folder (``heartbeat.json``).
+        write: ``(records, status, **extra) -> dict``: writes the run's files from the records
+            so far, atomically, and returns what it wrote (``extra``: ``error``,
+            ``wall_seconds``).
+        records: records kept from an earlier run (resumed), grown in place.
+    """
+
+    def __init__(self, out: Path, write, records: list[dict] | None = None):
+        self.out = Path(out)
+        self.write = write
+        self.records = [] if records is None else records
+        self.start = time.perf_counter()
+        #: called with each kept record (a tracker's ``log_record``)
+        self.on_record = None
+        #: called with the final results, complete or not (a tracker's ``finish``)
+        self.on_end = None
+        self._heartbeat = Heartbeat(self.out)
+
+    def keep(self, record: dict) -> None:
+        """Appends ``record`` and rewrites the run's files (status ``running``)."""
+        self.records.append(record)
+        self.write(self.records, "running")
+        if self.on_record is not None:
+            self.on_record(record)
+
+    def finish(self, then=None, **extra) -> dict:
+        """Writes the run ``complete`` (with ``wall_seconds``) and returns what was written.
+
+        Args:
+            then: optional ``results -> None`` run before :attr:`on_end` (files drawn from
+                the final results, which a tracker then logs).
+            **extra: further top-level fields.
+        """
+        results = self.write(self.records, "complete", wall_seconds=self.seconds(), **extra)
+        if then is not None:
+            then(results)
+        if self.on_end is not None:
+            self.on_end(results)
+        return results
+
+    def seconds(self) -> float:
+        """Seconds since the recorder was made."""
+        return time.perf_counter() - self.start
+
+    def __enter__(self) -> Recorder:
+        self._heartbeat.__enter__()
+        self.write(self.records, "running")
+        return self
+
+    def __exit__(self, exc_type, err, tb) -> bool:
+        try:
+            if err is not None:
+                results = self.write(
+                    self.records, stop_status(err), error=f"{type(err).__name__}: {err}",
+                    wall_seconds=self.seconds(),
+                )  # fmt: skip
+                if self.on_end is not None:
+                    self.on_end(results)
+        finally:
+            self._heartbeat.__exit__(exc_type, err, tb)
+        return False
+
+
+def finished_units(records: list[dict], unit, methods, keep=None) -> list[dict]:
+    """The records of the units (trials, task folds) that every method finished, in order.
+
+    A resumed run keeps these and fits the rest again (with the same seeds, so the same
+    numbers): a unit that a kill cut short is run whole.
+
+    Args:
+        records: an earlier run's records.
+        unit: ``record -> key`` of its unit (``trial``; ``(task, fold)``).
+        methods: the methods every kept unit holds a record of.
+        keep: optional ``key -> bool``: further conditions (trial 0's files on disk).
+    """
+    by_unit: dict = {}
+    for record in records:
+        by_unit.setdefault(unit(record), []).append(record)
+    kept = []
+    for key, rows in by_unit.items():
+        if {r["method"] for r in rows} != set(methods):
+            continue
+        if keep is not None and not keep(key):
+            continue
+        kept += rows
+    return kept
 
 
 def process_identity() -> dict:

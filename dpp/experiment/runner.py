@@ -34,7 +34,12 @@ from dpp.experiment import discovery, plots, run_folder, tracking
 from dpp.experiment.compilation import enable_persistent_cache
 from dpp.experiment.config_check import check_config
 from dpp.experiment.protocol import Trial, run_trial
-from dpp.experiment.reporting import Heartbeat, process_identity, write_results
+from dpp.experiment.reporting import (
+    Recorder,
+    finished_units,
+    process_identity,
+    write_results,
+)
 from dpp.experiment.settings import method_configs, trial_settings
 from dpp.experiment.splits import check_split
 from dpp.experiment.suite import check_suite, run_suite
@@ -148,7 +153,7 @@ def _run_suite(cfg: DictConfig, out: Path) -> dict:
 
     The folder gets ``config.yaml``, the run's log, ``suite.json`` (with its status),
     ``suite.csv``, ``suite.md`` and ``suite.png`` (:func:`dpp.experiment.suite.run_suite`).
-    SIGTERM/SIGINT end it ``interrupted`` with the finished tasks kept, and ``resume=true``
+    SIGTERM/SIGINT end it ``interrupted`` with the finished fits kept, and ``resume=true``
     continues it.
     """
     suite = cfg.suite
@@ -350,9 +355,6 @@ def _kept_records(out: Path, cfg: DictConfig, methods, previous: dict | None) ->
     """
     if previous is None:
         return []
-    by_trial: dict[int, list[dict]] = {}
-    for record in previous.get("trials", []):
-        by_trial.setdefault(record["trial"], []).append(record)
     figures, _ = _trial_figures(cfg, methods, quiet=True)
     trial0_files = [
         out / "models" / f"{m}.npz"
@@ -360,14 +362,12 @@ def _kept_records(out: Path, cfg: DictConfig, methods, previous: dict | None) ->
         if saves_model(hydra.utils.get_class(method_cfg._target_))
     ]
     trial0_files += [out / TRIAL_FIGURE_FILES[name] for name in figures]
-    kept = []
-    for trial, rows in sorted(by_trial.items()):
-        if trial >= cfg.trials or {r["method"] for r in rows} != set(methods):
-            continue
-        if trial == 0 and not all(path.is_file() for path in trial0_files):
-            continue
-        kept += rows
-    return kept
+
+    def keep(trial: int) -> bool:
+        return trial < cfg.trials and (trial > 0 or all(p.is_file() for p in trial0_files))
+
+    kept = finished_units(previous.get("trials", []), lambda r: r["trial"], methods, keep)
+    return sorted(kept, key=lambda r: r["trial"])  # stable: each trial's methods in order
 
 
 def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
@@ -431,33 +431,18 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     run_folder.record(out, accepted, launch)
     for note in accepted.notes:
         logger.info("resuming %s: %s", out, note)
-    start = time.perf_counter()
     header = _header(cfg, methods, records, out, accepted.resumed)
-    tracker = None
-    with Heartbeat(out), _signals_interrupt(), _fit_warnings_logged():
-        try:
-            write_results(out, header, records, "running", warnings=run_warnings(records))
-            tracker = tracking.start(cfg, out)  # its failure is a failed run, with its record
-            _run_trials(cfg, out, header, records, tracker, start)
-            results = _complete(cfg, out, header, records, start)
-            if tracker is not None:
-                tracker.finish(results)
-        except BaseException as err:
-            status = (
-                "interrupted" if isinstance(err, RunInterrupted | KeyboardInterrupt) else "failed"
-            )
-            failed = write_results(
-                out,
-                header,
-                records,
-                status,
-                error=f"{type(err).__name__}: {err}",
-                warnings=run_warnings(records),
-                wall_seconds=time.perf_counter() - start,
-            )
-            if tracker is not None:
-                tracker.finish(failed)
-            raise
+
+    def write(records: list[dict], status: str, **extra) -> dict:
+        return write_results(out, header, records, status, warnings=run_warnings(records), **extra)
+
+    recorder = Recorder(out, write, records)  # heartbeat, a write per fit, the final status
+    with _signals_interrupt(), _fit_warnings_logged(), recorder:
+        tracker = tracking.start(cfg, out)  # its failure is a failed run, with its record
+        if tracker is not None:
+            recorder.on_record, recorder.on_end = tracker.log_record, tracker.finish
+        _run_trials(cfg, out, header, recorder)
+        results = _complete(cfg, out, header, recorder)
     for warning in results["warnings"]:
         logger.warning("%s", warning)
     logger.info("results in %s", out)
@@ -487,11 +472,11 @@ def _header(cfg: DictConfig, methods, records: list[dict], out: Path, resumed: b
     return header
 
 
-def _run_trials(cfg: DictConfig, out: Path, header: dict, records: list, tracker, start) -> None:
+def _run_trials(cfg: DictConfig, out: Path, header: dict, recorder: Recorder) -> None:
     """Loads the dataset and runs every trial not yet finished, keeping each record at once.
 
-    ``records`` grows in place and ``results.json`` is rewritten after every fit; trial 0 then
-    writes its models and figures.
+    Each record goes to ``recorder`` (``results.json`` is rewritten after every fit); trial 0
+    then writes its models and figures.
     """
     settings = trial_settings(cfg)
     methods = method_configs(cfg)
@@ -499,7 +484,7 @@ def _run_trials(cfg: DictConfig, out: Path, header: dict, records: list, tracker
     done_trials = set(header.get("resumed_trials", ()))
     # a partial, called here, so that the loader's own errors reach the user unwrapped
     dataset: Dataset = hydra.utils.instantiate(cfg.dataset.loader, _partial_=True)()
-    header["data_seconds"] = time.perf_counter() - start
+    header["data_seconds"] = recorder.seconds()
     header["dataset_info"] = dataset.info
     _check_dataset(dataset, cfg)
     logger.info(
@@ -509,13 +494,6 @@ def _run_trials(cfg: DictConfig, out: Path, header: dict, records: list, tracker
         dataset.sets.num_classes,
         header["data_seconds"],
     )
-
-    def keep(record):
-        records.append(record)
-        write_results(out, header, records, "running", warnings=run_warnings(records))
-        if tracker is not None:
-            tracker.log_record(record)
-
     bar = tqdm(
         total=cfg.trials, initial=len(done_trials), desc=str(cfg.name), unit="trial", disable=None
     )
@@ -523,7 +501,7 @@ def _run_trials(cfg: DictConfig, out: Path, header: dict, records: list, tracker
         for trial in range(cfg.trials):
             if trial in done_trials:
                 continue
-            _, done = run_trial(settings, dataset, trial, on_record=keep)
+            _, done = run_trial(settings, dataset, trial, on_record=recorder.keep)
             bar.update()
             if trial == 0:
                 save_models(out / "models", done, dataset.class_names)
@@ -531,12 +509,13 @@ def _run_trials(cfg: DictConfig, out: Path, header: dict, records: list, tracker
                     TRIAL_FIGURES[name](out, done, dataset)
 
 
-def _complete(cfg: DictConfig, out: Path, header: dict, records: list, start) -> dict:
+def _complete(cfg: DictConfig, out: Path, header: dict, recorder: Recorder) -> dict:
     """Writes ``results.json`` with status ``complete`` and returns it.
 
     The records are sorted, the sweep's metric added, and the run figures and reports drawn.
     """
     methods = list(method_configs(cfg))
+    records = recorder.records
     records.sort(key=lambda r: (r["trial"], methods.index(r["method"])))
     metric = cfg.validation.metric
     if metric is not None:
@@ -551,15 +530,10 @@ def _complete(cfg: DictConfig, out: Path, header: dict, records: list, start) ->
     for name in cfg.figures:
         if name in RUN_FIGURES:
             RUN_FIGURES[name](out, records, name)
-    results = write_results(
-        out,
-        header,
-        records,
-        "complete",
-        warnings=run_warnings(records),
-        wall_seconds=time.perf_counter() - start,
-    )
-    for name in cfg.reports:
-        filename, build = REPORTS[name]
-        (out / filename).write_text(build(results))
-    return results
+
+    def reports(results: dict) -> None:
+        for name in cfg.reports:
+            filename, build = REPORTS[name]
+            (out / filename).write_text(build(results))
+
+    return recorder.finish(then=reports)

@@ -35,9 +35,9 @@ from sklearn.model_selection import StratifiedKFold
 
 from dpp.datasets.base import Dataset
 from dpp.datasets.suite import make_digit_patches, make_proportion, make_witness
-from dpp.errors import ConfigError, FitWarning, RunInterrupted
+from dpp.errors import ConfigError, FitWarning
 from dpp.estimators import ESTIMATORS, DPPClassifierCV
-from dpp.experiment.reporting import Heartbeat, process_identity
+from dpp.experiment.reporting import Recorder, finished_units, process_identity
 from dpp.metrics import evaluate
 
 #: Tasks by name: (loader, K of the prototype methods, what the label depends on).
@@ -134,7 +134,13 @@ def _selection(estimator) -> dict:
 
 
 def run_task(
-    name: str, folds: int = 5, seed: int = 0, methods=tuple(METHODS), log=print
+    name: str,
+    folds: int = 5,
+    seed: int = 0,
+    methods=tuple(METHODS),
+    log=print,
+    on_record: Callable[[dict], None] | None = None,
+    skip: frozenset = frozenset(),
 ) -> list[dict]:
     """Every method on task ``name``, one record per (fold, method).
 
@@ -144,6 +150,9 @@ def run_task(
         seed: seed of the folds and of every estimator.
         methods: names from :data:`METHODS`.
         log: called with one line per fitted method.
+        on_record: called with each record the moment its fit is scored (a run keeps it on
+            disk then: :class:`dpp.experiment.reporting.Recorder`).
+        skip: outer folds not to run (a resumed run's finished ones).
 
     Returns:
         Records with ``task``, ``fold``, ``method``, the metrics of
@@ -159,6 +168,8 @@ def run_task(
     splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
     records = []
     for fold, (train, test) in enumerate(splitter.split(np.zeros(len(labels)), labels.argmax(1))):
+        if fold in skip:
+            continue
         train_sets, test_sets = sets.subset(train), sets.subset(test)
         for method in methods:
             estimator = make_method(method, k, seed)
@@ -171,6 +182,8 @@ def run_task(
             record = {"task": name, "fold": fold, "method": method, **metrics}
             record.update(fit_seconds=seconds, **_selection(estimator))
             records.append(record)
+            if on_record is not None:
+                on_record(record)
             log(
                 f"{name} fold {fold} {method:<12} accuracy {100 * metrics['accuracy']:.1f}%  "
                 f"log-lik {metrics['test_log_likelihood']:.3f}  {seconds:.1f} s  "
@@ -292,14 +305,15 @@ def run_suite(
 ) -> dict:
     """Runs the suite into ``out``: ``suite.json``, ``suite.csv``, ``suite.md``, ``suite.png``.
 
-    The files are rewritten after every task, with ``status`` ``running``; at the end it is
-    ``complete``, or ``failed``/``interrupted`` with the error, keeping the finished tasks.
-    ``suite.json`` holds the process's pid, host and start time and ``heartbeat.json`` is
-    refreshed while it lives (:class:`dpp.experiment.reporting.Heartbeat`), so a ``running``
-    left by a
-    killed process can be told apart. With ``resume`` every task that ``suite.json`` holds is
-    kept and the others run; a complete run that holds every task asked for is left as it is,
-    and one line says so.
+    The experiments' record loop (:class:`dpp.experiment.reporting.Recorder`): the files are
+    rewritten after every fit, with ``status`` ``running``; at the end it is ``complete``, or
+    ``failed``/``interrupted`` with the error, keeping every finished fit. ``suite.json`` holds
+    the process's pid, host and start time and ``heartbeat.json`` is refreshed while it lives,
+    so a ``running`` left by a killed process can be told apart. With ``resume`` the outer
+    folds of a task that every method finished are kept
+    (:func:`~dpp.experiment.reporting.finished_units`, as the experiments keep their trials)
+    and the others run; a complete run that holds every task asked for is left as it is, and
+    one line says so.
 
     Args:
         out: the run directory.
@@ -326,19 +340,20 @@ def run_suite(
     path = out / "suite.json"
     header = {"experiment": "suite", "tasks": tasks, "folds": int(folds), "seed": int(seed)}
     header["methods"] = methods
-    records = _kept_records(path, header, resume)
-    previous = json.loads(path.read_text()) if records else None
-    done = {r["task"] for r in records}
-    if previous is not None and previous.get("status") == "complete" and done >= set(tasks):
-        log(f"{out} is complete ({len(done)} tasks recorded): nothing to resume, nothing changed")
+    previous = _previous(path, header, resume)
+    records = [] if previous is None else _kept_records(previous, header)
+    done = {(r["task"], r["fold"]) for r in records}
+    every = {(t, f) for t in header["tasks"] for f in range(int(folds))}
+    if previous is not None and previous.get("status") == "complete" and done >= every:
+        tasks_done = len({t for t, _ in done})
+        log(f"{out} is complete ({tasks_done} tasks recorded): nothing to resume, nothing changed")
         return previous
     out.mkdir(parents=True, exist_ok=True)
     if on_accepted is not None:
         on_accepted()
-    start = time.perf_counter()
     header.update(process_identity())  # with heartbeat.json: a killed run's "running" is stale
 
-    def write(status: str, **extra) -> dict:
+    def write(records: list[dict], status: str, **extra) -> dict:
         results = {**header, "status": status, **extra, "records": records}
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(results, indent=1, default=float))
@@ -348,34 +363,32 @@ def run_suite(
             (out / "suite.md").write_text("# Suite of set tasks\n\n" + summary_table(records))
         return results
 
-    with Heartbeat(out):
-        write("running")
-        try:
-            for task in tasks:
-                if task in done:
-                    log(f"{task}: kept from the earlier run")
-                    continue
-                records += run_task(task, folds, seed, methods, log)
-                write("running")
-            suite_figure(records, out / "suite.png")
-            return write("complete", wall_seconds=time.perf_counter() - start)
-        except BaseException as err:
-            stopped = isinstance(err, RunInterrupted | KeyboardInterrupt)
-            write("interrupted" if stopped else "failed", error=f"{type(err).__name__}: {err}")
-            raise
+    with Recorder(out, write, records) as recorder:
+        for task in header["tasks"]:
+            finished = frozenset(f for t, f in done if t == task)
+            if len(finished) == int(folds):
+                log(f"{task}: kept from the earlier run")
+                continue
+            if finished:
+                log(f"{task}: outer folds {sorted(finished)} kept from the earlier run")
+            run_task(task, folds, seed, methods, log, recorder.keep, finished)
+        recorder.records.sort(
+            key=lambda r: (header["tasks"].index(r["task"]), r["fold"], methods.index(r["method"]))
+        )
+        return recorder.finish(then=lambda _: suite_figure(recorder.records, out / "suite.png"))
 
 
-def _kept_records(path: Path, header: dict, resume: bool) -> list[dict]:
-    """The records of the suite run at ``path`` to keep (none without one).
+def _previous(path: Path, header: dict, resume: bool) -> dict | None:
+    """The suite run recorded at ``path`` (``None`` without one), checked against ``header``.
 
-    ``header["tasks"]`` then lists the earlier run's tasks too.
+    ``header["tasks"]`` then lists the earlier run's tasks first.
 
     Raises:
         ConfigError: a run there without ``resume``, an older format, or other ``folds``,
             ``seed`` or ``methods``.
     """
     if not path.is_file():
-        return []
+        return None
     previous = json.loads(path.read_text())
     if not resume:
         raise ConfigError(
@@ -388,7 +401,12 @@ def _kept_records(path: Path, header: dict, resume: bool) -> list[dict]:
     if mismatch:
         raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
     header["tasks"] = list(dict.fromkeys([*previous["tasks"], *header["tasks"]]))
-    return previous["records"]  # every finished task is kept, asked for again or not
+    return previous
+
+
+def _kept_records(previous: dict, header: dict) -> list[dict]:
+    """The earlier run's records of the outer folds every method finished (all its tasks)."""
+    return finished_units(previous["records"], lambda r: (r["task"], r["fold"]), header["methods"])
 
 
 def suite_figure(records: list[dict], path: Path) -> Path:
