@@ -381,6 +381,29 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     )  # a resume that names other tasks keeps the recorded ones
     assert grown["records"][: len(records)] == records
     assert grown["tasks"] == ["witness_d10_r10", "proportion_d10_c3"]
+    # the experiments' record loop: a fit is on disk the moment it ends; a resume keeps the
+    # outer folds that every method finished and runs the rest (issue 35)
+    from dpp.errors import RunInterrupted
+
+    def stop_after_one(line):
+        raise RunInterrupted("SIGTERM")
+
+    cut = tmp_path / "cut"
+    with pytest.raises(RunInterrupted):
+        dpp.experiment.suite.run_suite(
+            cut, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], log=stop_after_one
+        )
+    stopped = json.loads((cut / "suite.json").read_text())
+    assert stopped["status"] == "interrupted" and "SIGTERM" in stopped["error"]
+    assert [(r["fold"], r["method"]) for r in stopped["records"]] == [(0, "pooling")]
+    again = dpp.experiment.suite.run_suite(
+        cut, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
+    )
+
+    def untimed(rows):
+        return [{k: v for k, v in r.items() if k != "fit_seconds"} for r in rows]
+
+    assert again["status"] == "complete" and untimed(again["records"]) == untimed(records)
     with pytest.raises(ConfigError, match="suite.tasks: unknown \\['nope'\\]"):
         run(_compose(["experiment=suite", "suite.tasks=[nope]"]), tmp_path / "never")
     assert not (tmp_path / "never").exists()
