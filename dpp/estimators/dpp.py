@@ -87,6 +87,14 @@ class DPPClassifier(PrototypeClassifier):
             features.
         beta_prior_loc: first parameter of the prior.
         beta_prior_scale: second parameter of the prior (> 0).
+        devices: devices the fit runs on, a positive number or ``"all"`` (:mod:`dpp.sharding`:
+            whole sets per device, the likelihood's sums reduced across devices; full-batch
+            optimizers only). Same fit as one device up to float rounding.
+
+    The other parameters are the prototype estimators' shared block
+    (:data:`dpp.estimators.base.SHARED_PARAMETERS`), keyword-only.
+
+    Other Parameters:
         standardize: scale every feature to zero mean and unit variance (fitted on the
             training vectors; the default, since features of real data rarely share a scale;
             the experiments preprocess by their dataset config instead).
@@ -106,9 +114,6 @@ class DPPClassifier(PrototypeClassifier):
         random_state: seed of k-means, of the early-stopping split and of mini-batch order
             (``None``: a fresh one).
         verbose: log ``L`` and ``beta`` after every round.
-        devices: devices the fit runs on, a positive number or ``"all"`` (:mod:`dpp.sharding`:
-            whole sets per device, the likelihood's sums reduced across devices; full-batch
-            optimizers only). Same fit as one device up to float rounding.
 
     Raises (from ``fit``):
         ValueError: bad parameters or inputs, naming which.
