@@ -43,6 +43,7 @@ from dpp.estimators.base import (
 from dpp.model import MIN_VALIDATION_SETS, EarlyStopping, FitReport
 from dpp.selection import holdout_split
 from dpp.sets import RaggedSets
+from dpp.solvers.theta import vectorise_members
 from dpp.units import Affine
 
 _TRAIN = neural.TrainSettings()
@@ -237,7 +238,7 @@ def default_chunk(members: int) -> int:
     alone (:func:`dpp.baselines.neural.train_batch`). ``python scripts/bench.py --together``
     prints both.
     """
-    return members if jax.default_backend() != "cpu" else 1
+    return members if vectorise_members() else 1
 
 
 def train_together(
