@@ -44,7 +44,7 @@ from dpp.experiment.settings import method_configs, trial_settings
 from dpp.experiment.splits import check_split
 from dpp.experiment.suite import check_suite, run_suite
 from dpp.experiment.tables import REPORTS
-from dpp.model import CLEAN_STATUSES
+from dpp.model import CLEAN_STATUSES, FitReport
 from dpp.sharding import initialize_distributed
 
 logger = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ def run_warnings(records: list[dict]) -> list[str]:
             seen_trials.add(r["trial"])
             warnings += [f"trial {r['trial']}: class {c!r} has no test sets" for c in missing]
         if r.get("fit_status") not in (None, *CLEAN_STATUSES):
-            reason = r["info"]["status_reason"]
+            reason = FitReport.from_dict(r["method"], r["info"]).reason  # the record's report
             warnings.append(f"trial {r['trial']} {r['method']}: {r['fit_status']}: {reason}")
     return warnings
 
