@@ -277,6 +277,15 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
                 one.predict_log_proba(held), held.labels, held.weights, "log_likelihood"
             )
             assert search.cv_results_[f"split{f}_test_score"][j] == score
+    # the neural baselines batch the same way: seeds of attention MIL, each its fit alone
+    small = {**SMALL, "max_epochs": 5, "patience": 2}
+    seeds = [dpp.AttentionMILClassifier(**small, random_state=s) for s in (0, 1)]
+    together = fit_together([clone(e) for e in seeds], [folds[0], folds[1]])
+    for est, part, other in zip(seeds, folds, together, strict=True):
+        est.fit(part)
+        assert other.fit_report_.rounds == est.fit_report_.rounds
+        for a, b in zip(_leaves(est.network_), _leaves(other.network_), strict=True):
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
     with pytest.raises(ValueError, match="one training set per estimator: 2 estimators, 1"):
         fit_together(members()[:2], folds[:1])
     with pytest.raises(ValueError, match="embedding=None is not one"):
