@@ -102,6 +102,21 @@ def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     assert report.early_stopping == EarlyStopping("round_cap", round_cap=search.best_rounds_)
     with pytest.raises(ValueError, match="select_rounds=False"):
         DPPClassifierCV(base, l2s=[1e-2], cv=3, scoring="accuracy", pooling=None).fit(train)
+    # each fold's candidates start from the fold's k-means, computed once: its score is the
+    # score of the fold's fit alone, to the bit
+    from sklearn.base import clone
+
+    from dpp.estimators.cv import _scores_by_round
+    from dpp.selection import cv_splits
+
+    fit_idx, val_idx = cv_splits(3, np.asarray(train.labels), 0, None)[0]
+    part, held = train.subset(np.sort(fit_idx)), train.subset(np.sort(val_idx))
+    alone = clone(base).set_params(l2=1e-2 * part.num_sets / train.num_sets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        alone.set_params(validation_fraction=0.0).fit(part, validation_sets=held)
+    best = search.best_rounds_
+    assert search.cv_results_["split0_test_score"][0] == _scores_by_round(alone)[best]
 
 
 @pytest.mark.extended

@@ -65,13 +65,14 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
 
     In the spirit of scikit-learn's ``LogisticRegressionCV``: every candidate is scored by
     stratified K-fold cross-validation on the training sets (each fold fits its own
-    preprocessing, k-means and DPP), the ``l2`` path of each fold and ``K`` is fitted from the
-    strongest ``l2`` down with warm starts, and the best candidate is refitted on all training
-    sets (from k-means). ``l2`` is a strength on the summed log-likelihood, so a fold's fit,
-    on a fraction ``r`` of the sets' total weight (``(folds - 1) / folds`` for equal folds),
-    uses ``l2 * r``: a value of the grid means the same strength on every fit. An estimator
-    whose codes do not depend on ``l2`` (the standard prototype: ``fold_codes``) is encoded
-    once per fold and ``K``, and every fold's ``l2`` path runs as one compiled program
+    preprocessing, k-means and DPP; with ``select_rounds``, k-means once per fold and ``K``,
+    where every candidate of the fold starts), the ``l2`` path of each fold and ``K`` is fitted
+    from the strongest ``l2`` down with warm starts, and the best candidate is refitted on all
+    training sets (from k-means). ``l2`` is a strength on the summed log-likelihood, so a fold's
+    fit, on a fraction ``r`` of the sets' total weight (``(folds - 1) / folds`` for equal
+    folds), uses ``l2 * r``: a value of the grid means the same strength on every fit. An
+    estimator whose codes do not depend on ``l2`` (the standard prototype: ``fold_codes``) is
+    encoded once per fold and ``K``, and every fold's ``l2`` path runs as one compiled program
     (:func:`dpp.solvers.coordinate_ascent.fit_classifier_paths`).
 
     Args:
@@ -371,6 +372,7 @@ class _Search:
         self.base, self.scoring, self.by_round = base, scoring, by_round
         self.sets, self.folds = sets, folds
         self.codes: dict[int, np.ndarray] = {}  # K -> [F, N, K] each fold's codes of every set
+        self.centres: dict[tuple[int, int], np.ndarray] = {}  # (fold, K) -> k-means centres
         self.thetas: dict[int, dict[float, np.ndarray]] = {}  # K -> l2 -> [F, K, C] maximisers
         weights = np.asarray(sets.weights, np.float64)
         self.parts = [
@@ -420,6 +422,8 @@ class _Search:
             est = self.last.get((f, k)) if warm and not by_round else None
             if est is None:
                 est = clone(self.base).set_params(**group.params(), warm_start=not by_round)
+                if by_round:  # every candidate starts from the fold's k-means centres
+                    est.set_params(init=self._centres(f, est))
             for l2 in path:
                 t0 = time.perf_counter()
                 est.set_params(l2=float(l2 * self.shrink[f]))
@@ -474,6 +478,23 @@ class _Search:
             )
             self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
             self.seconds[group, l2] = elapsed
+
+    def _centres(self, fold: int, est: PrototypeClassifier):
+        """The fold's k-means centres for ``est``'s ``K``, computed once per fold and ``K``.
+
+        What ``est.fit(part)`` would compute itself (the same preprocessing of the fold's part,
+        the same seed): every candidate of a fold (pooling, ``l2``) starts from them, so
+        k-means runs once per fold and ``K`` rather than once per candidate, and each fit is
+        the one it would be alone. ``est.init`` when the user gave centres.
+        """
+        if not (isinstance(est.init, str) and est.init == "k-means"):
+            return est.init
+        key = (fold, int(est.n_prototypes))
+        if key not in self.centres:
+            probe = clone(est)
+            sets, seed = probe._prepare(self.parts[fold][0], None, None)
+            self.centres[key] = probe._initial_centres(sets, seed)
+        return self.centres[key]
 
     def _status(self, k: int, l2: float, fold: int, status) -> None:
         self.statuses.setdefault((k, l2), [None] * len(self.parts))[fold] = status
