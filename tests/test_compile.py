@@ -214,6 +214,7 @@ def test_raising_the_blocks_changes_no_bit_of_a_fit():
     np.testing.assert_array_equal(np.asarray(plain.mu), np.asarray(floored.mu))
 
 
+@pytest.mark.extended  # 13 s: the default tier stays under its 5-minute budget
 def test_held_out_sets_as_weights_on_the_training_layout_equal_held_out_sets_apart(x64):
     """Early stopping's held-out sets as weights on the training layout (one program for the
     fit and its refit) give the fit on the other sets, scored on them, as before."""
