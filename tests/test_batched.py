@@ -84,6 +84,26 @@ def test_classifier_paths_equal_fit_classifier_across_chunks():
                 np.testing.assert_array_equal(predicted[0], predicted[1])
 
 
+def test_on_the_cpu_each_fold_of_the_paths_is_its_fits_alone_bit_for_bit():
+    """On the CPU the folds run in turn (``lax.map``): a fold's maximisers and iteration counts
+    are those of the fold fitted alone, to the bit, whichever folds ran beside it."""
+    from dpp.solvers.theta import vectorise_members
+
+    if vectorise_members():
+        pytest.skip("an accelerator vectorises the folds (within the solver's tolerance)")
+    rng = np.random.default_rng(5)
+    folds, n, k, c = 3, 90, 5, 3
+    z = rng.random((folds, n, k)).astype(np.float32)
+    labels = np.eye(c, dtype=np.float32)[rng.integers(0, c, n)]
+    weights = (rng.random((folds, n)) > 0.2).astype(np.float32)
+    l2 = np.tile(np.array([1.0, 0.1, 0.01], np.float32), (folds, 1))
+    together, iterations = fit_classifier_paths(z, labels, weights, l2)
+    for f in range(folds):
+        alone, count = fit_classifier_paths(z[f : f + 1], labels, weights[f : f + 1], l2[f : f + 1])
+        np.testing.assert_array_equal(alone[0], together[f])
+        np.testing.assert_array_equal(count[0], iterations[f])
+
+
 def test_classifier_paths_refuse_bad_shapes_and_empty_folds():
     z = np.zeros((2, 10, 3), np.float32)
     labels = np.eye(2, dtype=np.float32)[np.arange(10) % 2]
