@@ -522,8 +522,9 @@ def train_batch(
       its last member stops early (the others' carries are kept as they were when each
       stopped). Batched matrix products round in another order than a single member's: over
       8 epochs the members stay within 3e-7 of their fits alone, but Adam on mini-batches of
-      one set amplifies the difference over tens of epochs (0.25 in a probability after 56
-      epochs, ``python scripts/bench.py --together``).
+      one set amplifies the difference over tens of epochs (probabilities up to 0.83 apart
+      after 21-100 epochs, 13 of 20 members at other epochs: ``python scripts/bench.py
+      --together``).
 
     Args:
         model: the members' initial models, stacked (``[B, ...]`` arrays).
