@@ -198,6 +198,7 @@ def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says(
 
     from hydra import compose, initialize_config_dir
 
+    import dpp.experiment.config_store  # noqa: F401  (the model defaults the configs name)
     from dpp.experiment.settings import trial_settings
 
     configs = Path(__file__).resolve().parents[1] / "configs"
