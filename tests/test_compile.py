@@ -110,6 +110,7 @@ def _sets(seed, n):
     return X, np.argmax(np.asarray(data.sets.labels), axis=1)
 
 
+@pytest.mark.extended  # 10 s; the default tier was at 4:52 of its 5 minutes in a fresh clone
 def test_new_hyperparameters_and_folds_reuse_the_compiled_fit():
     X, y = _sets(0, 90)
     DPPClassifier(n_prototypes=3, l2=0.1, random_state=0).fit(X, y)
@@ -257,6 +258,7 @@ def test_held_out_sets_as_weights_on_the_training_layout_equal_held_out_sets_apa
     assert int(off.best_round) == int(off.num_rounds) == int(plain.num_rounds)
 
 
+@pytest.mark.extended  # 9.5 s, as above
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
 def test_a_selection_and_its_refit_run_one_coordinate_ascent_program(caplog):
     """Every fold of a DPPClassifierCV candidate group (its held-out sets as weights) and the
