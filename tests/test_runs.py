@@ -19,7 +19,7 @@ from test_experiment import FAST, _compose
 
 from dpp.errors import ConfigError, DataError, NonFiniteResultError
 from dpp.estimators import StandardPrototypeClassifier
-from dpp.experiment.reporting import run_state
+from dpp.experiment.reporting import Recorder, run_state
 from dpp.experiment.runner import run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -319,3 +319,42 @@ def test_a_multirun_value_with_a_path_keeps_its_job_inside_the_sweep(tmp_path):
     jobs = [p.parent for p in sweep.rglob("results.json")]
     assert len(jobs) == 1 and jobs[0].parent == sweep and "name=.._.._escaped" in jobs[0].name
     assert not list(tmp_path.glob("escaped*")) and (jobs[0] / ".hydra" / "overrides.yaml").is_file()
+
+
+def _beating() -> bool:
+    import threading
+
+    return any(t.name == "dpp-heartbeat" and t.is_alive() for t in threading.enumerate())
+
+
+def test_the_recorder_writes_each_record_and_the_status_it_ended_with(tmp_path):
+    """The one record loop of experiments and suites: ``running`` on entry and after every
+    record, ``complete`` at the end, ``failed``/``interrupted`` with the error and the records
+    so far, and no heartbeat left beating, even when the first write fails."""
+    written = []
+
+    def write(records, status, **extra):
+        written.append((list(records), status, extra))
+        return {"status": status, "records": list(records), **extra}
+
+    with Recorder(tmp_path, write) as recorder:
+        assert written[-1][:2] == ([], "running") and _beating()
+        recorder.keep({"trial": 0})
+        assert written[-1][:2] == ([{"trial": 0}], "running")
+        results = recorder.finish()
+    assert results["status"] == "complete" and results["wall_seconds"] >= 0
+    assert not _beating() and (tmp_path / "heartbeat.json").is_file()
+
+    with pytest.raises(KeyboardInterrupt), Recorder(tmp_path, write, [{"trial": 0}]) as recorder:
+        recorder.keep({"trial": 1})
+        raise KeyboardInterrupt
+    records, status, extra = written[-1]
+    assert status == "interrupted" and records == [{"trial": 0}, {"trial": 1}]
+    assert extra["error"] == "KeyboardInterrupt: " and not _beating()
+
+    def refused(records, status, **extra):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"), Recorder(tmp_path, refused):
+        pass
+    assert not _beating()

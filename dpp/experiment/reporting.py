@@ -265,7 +265,11 @@ class Recorder:
 
     def __enter__(self) -> Recorder:
         self._heartbeat.__enter__()
-        self.write(self.records, "running")
+        try:
+            self.write(self.records, "running")
+        except BaseException:  # no __exit__ follows a failed __enter__: stop the beat here
+            self._heartbeat.__exit__()
+            raise
         return self
 
     def __exit__(self, exc_type, err, tb) -> bool:
