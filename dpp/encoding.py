@@ -24,6 +24,7 @@ from dpp.pooling import (
     Pooling,
     pooled_cotangent,
     segment_pool,
+    segment_shares,
 )
 from dpp.sets import RaggedSets
 
@@ -652,3 +653,59 @@ def max_codes(
     (xb,) = _row_blocks([x], [0], BLOCK_SIZE)
     blocks = jax.lax.map(lambda blk: jnp.max(_soft_codes(blk, mu, log_beta)[0], axis=1), xb)
     return blocks.reshape(-1)[: x.shape[0]]
+
+
+def membership_codes(
+    sets: RaggedSets, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"] | None
+) -> Float[Array, "T K"]:
+    """``[T, K]`` codes of every membership: eq. (3), or eq. (1) for ``log_beta=None``.
+
+    The soft assignments themselves (what a set pools), one row per membership in the order of
+    ``sets.set_ids``; the pool's codes are computed once per distinct vector and gathered.
+    Holds a ``T x K`` array (for reports and instance evidence, not for training).
+
+    Args:
+        sets: ``N`` sets (either layout, unpacked; padding memberships allowed).
+        mu: ``[K, D]`` prototypes.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature, or ``None`` (hard codes).
+
+    Returns:
+        ``[T, K]`` rows on the simplex.
+    """
+    if log_beta is None:
+        f = hard_assignment(sets.vectors, mu)
+    else:
+        f = _soft_log_codes(sets.vectors, mu, log_beta)[0]
+    return f if sets.members is None else f[sets.members]
+
+
+def membership_shares(
+    sets: RaggedSets,
+    mu: Float[Array, "K D"],
+    log_beta: Float[Array, "*B"] | None,
+    pooling: Pooling = MEAN,
+) -> Float[Array, "T K"]:
+    """``[T, K]`` each membership's share of its set's representation ``z``.
+
+    The rows of a set sum to its ``z`` of :func:`encode_soft` (or :func:`encode_hard` for
+    ``log_beta=None``, whose histogram is a mean), by :func:`dpp.pooling.segment_shares`: a
+    linear classifier's scores of a set are then the sum of its vectors' ``shares @ Theta``
+    (eqs. 2, 3, 16).
+
+    Args:
+        sets: ``N`` sets (either layout, unpacked; padding memberships, id ``N``, get 0).
+        mu: ``[K, D]`` prototypes.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature, or ``None`` (eq. 1, mean pooled).
+        pooling: the soft encoder's pooling (ignored with ``log_beta=None``).
+
+    Returns:
+        ``[T, K]`` non-negative shares in the dtype of the vectors.
+    """
+    if log_beta is None:
+        f = hard_assignment(sets.vectors, mu)
+        log_f, pooling = f, MEAN
+    else:
+        f, log_f = _soft_log_codes(sets.vectors, mu, log_beta)[:2]
+    if sets.members is not None:
+        f, log_f = f[sets.members], log_f[sets.members]
+    return segment_shares(pooling, f, log_f, sets.set_ids, sets.num_sets)

@@ -258,3 +258,51 @@ def pooled_cotangent(
     dz_dp = jnp.where(z > 0, z * (mean_log - log_z) / p, 0.0)
     dp_drho = jax.nn.sigmoid(pooling.rho) * (jax.nn.softplus(pooling.rho) < GEM_P_MAX - 1.0)
     return h, jnp.sum(dz * dz_dp) * dp_drho.astype(f.dtype)
+
+
+def segment_shares(
+    pooling: Pooling, f: jax.Array, log_f: jax.Array, ids: jax.Array, num_segments: int
+) -> jax.Array:
+    r"""``[R, K]`` each row's share of its segment's pooled codes: they sum to :func:`segment_pool`.
+
+    What instance-level evidence needs: with shares :math:`s_{xk}` whose sum over a set is its
+    pooled code :math:`z_k`, a linear classifier's scores :math:`z \Theta` are the sum over the
+    set's vectors of :math:`s_x \Theta` (exactly, up to rounding):
+
+    * mean (eq. 2): :math:`s_{xk} = f_k(x) / M`;
+    * max: the largest code, split equally among the rows that hold it (the tie rule of the
+      gradient): :math:`s_{xk} = z_k [f_k(x) = z_k] / \#\mathrm{ties}_k`; every other row 0;
+    * gem: :math:`s_{xk} = z_k w_{xk}` with :math:`w_{xk}` the segment softmax of
+      :math:`p \log f_k(x)` (each row's weight in the generalised mean; :math:`p \to 1` gives
+      the mean's shares, :math:`p \to \infty` the max's).
+
+    Args:
+        pooling: the pooling.
+        f: ``[R, K]`` codes (rows of any set; ``ids`` sorted).
+        log_f: ``[R, K]`` their logarithms (finite; used by ``gem`` only).
+        ids: ``[R]`` segment of each row, ``0..S-1``; a row with id ``S`` is padding (share 0).
+        num_segments: ``S`` (static).
+
+    Returns:
+        ``[R, K]`` shares in the dtype of ``f``, non-negative; padding rows 0.
+    """
+    valid = (ids < num_segments)[:, None]
+    if isinstance(pooling, MeanPooling):
+        counts = jax.ops.segment_sum(
+            valid.astype(f.dtype)[:, 0], ids, num_segments, indices_are_sorted=True
+        )
+        return jnp.where(valid, f / _gather(jnp.maximum(counts, 1.0)[:, None], ids, 1.0), 0.0)
+    if isinstance(pooling, MaxPooling):
+        ties, largest = _ties(f, ids, num_segments)
+        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
+        per_tie = jnp.where(share > 0, largest, 0.0) / jnp.maximum(share, 1.0)
+        return jnp.where(ties, _gather(per_tie, ids), 0.0)
+    z = segment_pool(pooling, f, log_f, ids, num_segments)
+    p = pooling.p().astype(f.dtype)
+    v = p * jnp.maximum(log_f, LOG_CODE_MIN)
+    shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
+    shift = jnp.where(jnp.isfinite(shift), shift, 0.0)
+    terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
+    sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
+    w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids, fill=1.0)
+    return jnp.where(valid, _gather(z, ids) * w, 0.0)

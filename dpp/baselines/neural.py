@@ -45,7 +45,7 @@ from jaxtyping import Array, Bool, Float
 
 from dpp.encoding import LOG_BETA_MAX, squared_distances
 from dpp.model.report import FitReport
-from dpp.pooling import MEAN, Pooling, padded_pool
+from dpp.pooling import MEAN, Pooling, padded_pool, segment_shares
 from dpp.sets import RaggedSets, bucket_size
 
 
@@ -110,15 +110,34 @@ class AttentionMIL(eqx.Module):
         """Which leaves weight decay applies to: all."""
         return jax.tree.map(lambda _: True, self)
 
-    def __call__(self, x, mask, *, key=None, inference=True):
-        """``[C]`` class logits of one padded set (``x [M, D]``, ``mask [M]``)."""
-        h = self.embedding(x, key=key, inference=inference)
+    def _attention(self, h, mask):
         gate = jnp.tanh(jax.vmap(self.attention_V)(h))
         if self.attention_U is not None:
             gate = gate * jax.nn.sigmoid(jax.vmap(self.attention_U)(h))
         scores = jax.vmap(self.attention_w)(gate)[:, 0]
-        attention = jax.nn.softmax(jnp.where(mask, scores, -jnp.inf))
-        return self.classifier(attention @ h)
+        return jax.nn.softmax(jnp.where(mask, scores, -jnp.inf))
+
+    def __call__(self, x, mask, *, key=None, inference=True):
+        """``[C]`` class logits of one padded set (``x [M, D]``, ``mask [M]``)."""
+        h = self.embedding(x, key=key, inference=inference)
+        return self.classifier(self._attention(h, mask) @ h)
+
+    def attention(self, x, mask):
+        """``[M]`` attention weights ``a_k`` of one padded set (inference; 0 on padding rows)."""
+        return self._attention(self.embedding(x, inference=True), mask)
+
+    def instance_scores(self, x, mask):
+        """``[M, C]`` each vector's part of the logits: ``a_k W h_k`` (the head's bias apart).
+
+        The logits are ``W (sum_k a_k h_k) + b = sum_k a_k W h_k + b`` exactly: the head is
+        linear (Ilse et al. 2018, eq. 6 into a linear layer).
+        """
+        h = self.embedding(x, inference=True)
+        return self._attention(h, mask)[:, None] * (h @ self.classifier.weight.T)
+
+    def intercept(self):
+        """``[C]`` the head's bias ``b``."""
+        return self.classifier.bias
 
 
 class DeepSets(eqx.Module):
@@ -157,6 +176,26 @@ class DeepSets(eqx.Module):
             z = jnp.sum(jnp.where(mask[:, None], h, 0.0), axis=0) / jnp.sum(mask)
         return self.classifier(z)
 
+    def instance_scores(self, x, mask):
+        """``[M, C]`` each vector's part of the logits, the head's bias apart.
+
+        Each vector's share of every pooled unit (max: the unit's value split equally among
+        the vectors that hold it, as :func:`dpp.pooling.segment_shares`; mean: ``h / M``)
+        through the linear head: they sum to ``W z``, the logits less ``b``.
+        """
+        h = self.embedding(x, inference=True)
+        if self.pooling == "max":
+            z = jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0, keepdims=True)
+            ties = (h == z) & mask[:, None]
+            shares = jnp.where(ties, z / jnp.maximum(jnp.sum(ties, axis=0, keepdims=True), 1), 0.0)
+        else:
+            shares = jnp.where(mask[:, None], h, 0.0) / jnp.sum(mask)
+        return shares @ self.classifier.weight.T
+
+    def intercept(self):
+        """``[C]`` the head's bias ``b``."""
+        return self.classifier.bias
+
 
 class EmbeddedDPP(eqx.Module):
     """DPP on a learned embedding: eq. (3) codes of the embedded vectors, pooled, eq. (16).
@@ -193,13 +232,27 @@ class EmbeddedDPP(eqx.Module):
             lambda m: m.embedding, mask, jax.tree.map(lambda _: True, self.embedding)
         )
 
-    def codes(self, x, mask, *, key=None, inference=True):
-        """``[K]`` pooled codes ``z`` of one padded set."""
+    def log_codes(self, x, *, key=None, inference=True):
+        """``[M, K]`` log eq. (3) codes of the embedded vectors of one padded set."""
         h = self.embedding(x, key=key, inference=inference)
         d2 = squared_distances(h, self.mu)
         beta = jnp.exp(jnp.minimum(self.log_beta, LOG_BETA_MAX))
-        log_f = jax.nn.log_softmax(-beta * (d2 - jnp.min(d2, axis=1, keepdims=True)), axis=1)
+        return jax.nn.log_softmax(-beta * (d2 - jnp.min(d2, axis=1, keepdims=True)), axis=1)
+
+    def codes(self, x, mask, *, key=None, inference=True):
+        """``[K]`` pooled codes ``z`` of one padded set."""
+        log_f = self.log_codes(x, key=key, inference=inference)
         return padded_pool(self.pooling, jnp.exp(log_f), log_f, mask)
+
+    def instance_scores(self, x, mask):
+        """``[M, C]`` each vector's share of ``z`` (:func:`~dpp.pooling.segment_shares`) @ Theta."""
+        log_f = self.log_codes(x)
+        ids = jnp.where(mask, 0, 1).astype(jnp.int32)
+        return segment_shares(self.pooling, jnp.exp(log_f), log_f, ids, 1) @ self.theta
+
+    def intercept(self):
+        """``[C]`` zeros: eq. (16) has no intercept."""
+        return jnp.zeros(self.theta.shape[1], self.theta.dtype)
 
     def __call__(self, x, mask, *, key=None, inference=True):
         """``[C]`` class logits of one padded set."""
@@ -574,6 +627,47 @@ def _codes(model, bucket):
     return jax.vmap(lambda x, m: model.codes(x, m, inference=True))(bucket.x, bucket.mask)
 
 
+@eqx.filter_jit
+def instance_scores(model: eqx.Module, bucket: Bucket) -> jax.Array:
+    """``[N, M, C]`` each row's part of its set's logits (the model's ``instance_scores``)."""
+    return jax.vmap(model.instance_scores)(bucket.x, bucket.mask)
+
+
+@eqx.filter_jit
+def attention(model: AttentionMIL, bucket: Bucket) -> jax.Array:
+    """``[N, M, 1]`` attention weights of a bucket's rows (0 on padding rows)."""
+    return jax.vmap(model.attention)(bucket.x, bucket.mask)[..., None]
+
+
+@eqx.filter_jit
+def vector_codes(model: EmbeddedDPP, bucket: Bucket) -> jax.Array:
+    """``[N, M, K]`` eq. (3) codes of a bucket's embedded rows."""
+    return jnp.exp(jax.vmap(lambda x: model.log_codes(x))(bucket.x))
+
+
+def per_vector(model: eqx.Module, sets: RaggedSets, fn, width: int) -> np.ndarray:
+    """``[T, width]`` float64 rows of ``fn(model, bucket)`` back in the sets' membership order.
+
+    Args:
+        model: a network.
+        sets: preprocessed sets.
+        fn: ``(model, Bucket) -> [N_b, M, width]`` (:func:`instance_scores`, :func:`attention`,
+            :func:`vector_codes`).
+        width: the last axis of ``fn``'s output.
+    """
+    sizes = sets.set_sizes()
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    buckets, index = bucketize(sets, 1, 1 if sets.labels is None else sets.labels.shape[1])
+    out = np.zeros((int(sizes.sum()), width))
+    for bucket, members in zip(buckets, index, strict=True):  # a handful of buckets
+        values = np.asarray(fn(model, bucket), np.float64)
+        counts = sizes[members]
+        row = np.repeat(np.arange(members.size), counts)
+        col = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        out[np.repeat(starts[members], counts) + col] = values[row, col]
+    return out
+
+
 def embed(embedding: Embedding, vectors: np.ndarray, chunk: int = 4096) -> np.ndarray:
     """``[T, H]`` embedded vectors (inference mode), a chunk at a time, on the host."""
     out = [
@@ -691,3 +785,11 @@ class EmbeddedFit:
     def log_predictive(self, sets: RaggedSets) -> np.ndarray:
         """``[N, C]`` log class probabilities of preprocessed sets (eq. 16)."""
         return self._per_bucket(sets, log_proba, self.network.theta.shape[1])
+
+    def membership_codes(self, sets: RaggedSets) -> np.ndarray:
+        """``[T, K]`` eq. (3) codes of every embedded vector of preprocessed sets."""
+        return per_vector(self.network, sets, vector_codes, self.network.mu.shape[0])
+
+    def instance_scores(self, sets: RaggedSets) -> np.ndarray:
+        """``[T, C]`` each vector's share of ``z`` times Theta; a set's rows sum to ``z Theta``."""
+        return per_vector(self.network, sets, instance_scores, self.network.theta.shape[1])

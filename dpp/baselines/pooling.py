@@ -58,6 +58,35 @@ def pool_sets(sets: RaggedSets, pooling: str) -> np.ndarray:
     return np.concatenate(parts, axis=1)
 
 
+def pooled_shares(sets: RaggedSets, pooling: str) -> np.ndarray:
+    """``[T, F]`` each vector's share of its set's :func:`pool_sets` features: they sum to them.
+
+    The mean's ``x / M``; the max's largest value, split equally among the vectors that hold
+    it (every other vector 0); ``mean_max`` both side by side.
+
+    Args:
+        sets: ``N`` sets (either layout; every set non-empty).
+        pooling: ``mean``, ``max`` or ``mean_max``.
+
+    Returns:
+        ``[T, D]`` (``[T, 2D]`` for ``mean_max``) float64, rows in membership order.
+    """
+    check.choice("pooling", pooling, POOLINGS)
+    vectors = np.asarray(sets.member_vectors(), np.float64)
+    sizes = sets.set_sizes()
+    ids = np.repeat(np.arange(sizes.size), sizes)
+    parts = []
+    if pooling in ("mean", "mean_max"):
+        parts.append(vectors / sizes[ids, None])
+    if pooling in ("max", "mean_max"):
+        largest = pool_sets(sets, "max")[:, -vectors.shape[1] :][ids]
+        ties = vectors == largest
+        count = np.zeros((sizes.size, vectors.shape[1]))
+        np.add.at(count, ids, ties)
+        parts.append(np.where(ties, largest / count[ids], 0.0))
+    return np.concatenate(parts, axis=1)
+
+
 def _rows(features, labels, weights):
     """Rows, classes and weights of the weighted log-loss equal to eq. (17) for soft labels."""
     n, j = np.nonzero(labels > 0)
@@ -130,6 +159,20 @@ class LogisticHead:
         head.model.classes_ = np.arange(num_classes)
         head.model.n_features_in_ = features
         return head
+
+    def linear(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(W [F, C], b [C])`` float64 with ``logits = features @ W + b`` (the scaler folded in).
+
+        The logits whose log-softmax is :meth:`log_proba` (two classes: ``[0, d]``, the
+        convention of :meth:`log_proba`); linear in the raw features, so they split over
+        whatever the features are sums of.
+        """
+        coef = np.asarray(self.model.coef_, np.float64) / self.scaler.scale_  # [C or 1, F]
+        intercept = np.asarray(self.model.intercept_, np.float64) - coef @ self.scaler.mean_
+        if coef.shape[0] == 1:  # two classes: one logit, log p(class 1) - log p(class 0)
+            coef = np.concatenate([np.zeros_like(coef), coef])
+            intercept = np.concatenate([[0.0], intercept])
+        return coef.T, intercept
 
     def log_proba(self, features) -> np.ndarray:
         """``[N, C]`` log class probabilities (every class a column), finite.

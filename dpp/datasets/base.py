@@ -34,6 +34,10 @@ class Dataset:
             windowed pixel's position), for spatially disjoint splits.
         decode_vectors: optional map from ``[*, D]`` loader vectors (before the per-split
             standardisation) back to the original units, for reports.
+        instance_labels: optional ``[T]`` int label of every membership (in the order of
+            ``sets.set_ids``): 1 for a witness (a vector that makes its set positive), 0
+            otherwise, on generated tasks that know it (instance-level evidence is scored
+            against it).
     """
 
     name: str
@@ -44,6 +48,7 @@ class Dataset:
     feature_names: tuple[str, ...] = ()
     positions: np.ndarray | None = None
     decode_vectors: Callable[[np.ndarray], np.ndarray] | None = None
+    instance_labels: np.ndarray | None = None
 
 
 def default_data_dir() -> Path:

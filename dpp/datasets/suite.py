@@ -12,12 +12,17 @@ Three kinds of task, all generated or shipped with scikit-learn (nothing is down
   depends on proportions, where mean pooling of the right codes is the right statistic.
 * **digits** (:func:`make_digit_patches`): scikit-learn's 8 x 8 digits, each image the set of
   its 4 x 4 patches (stride 2, 16-D; blank patches dropped), 10 classes.
+* **digit bags** (:func:`make_digit_bags`): the "MNIST-bags" protocol of Ilse, Tomczak &
+  Welling (ICML 2018) on scikit-learn's 8 x 8 digits: a bag of digit images (64-D each) is
+  positive iff it holds the target digit; training and test bags draw on disjoint images.
 
 Each returns a :class:`~dpp.datasets.base.Dataset`; ``scripts/suite.py`` runs every method on
 all of them (:mod:`dpp.experiment.suite`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from sklearn.datasets import load_digits
@@ -26,11 +31,14 @@ from dpp.datasets.base import Dataset
 from dpp.sets import RaggedSets, one_hot
 
 
-def _dataset(name, vectors, sizes, classes, num_classes, info) -> Dataset:
+def _dataset(name, vectors, sizes, classes, num_classes, info, instance_labels=None) -> Dataset:
     set_ids = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
     sets = RaggedSets.from_flat(vectors, set_ids, one_hot(classes, num_classes))
     names = tuple(f"class {c}" for c in range(num_classes))
-    return Dataset(name, sets, names, {"num_sets": len(sizes), **info})
+    if instance_labels is not None:
+        instance_labels = np.asarray(instance_labels, np.int8)
+    info = {"num_sets": len(sizes), **info}
+    return Dataset(name, sets, names, info, instance_labels=instance_labels)
 
 
 def make_witness(
@@ -57,7 +65,8 @@ def make_witness(
         seed: NumPy seed.
 
     Returns:
-        A :class:`~dpp.datasets.base.Dataset` named ``witness``.
+        A :class:`~dpp.datasets.base.Dataset` named ``witness``, with ``instance_labels``
+        (1 for every witness vector).
 
     Raises:
         ValueError: for out-of-range arguments.
@@ -82,7 +91,7 @@ def make_witness(
     )
     vectors = means + rng.normal(size=means.shape)
     info = {"dim": dim, "witness_rate": witness_rate, "num_vectors": int(sizes.sum())}
-    return _dataset("witness", vectors, sizes, classes, 2, info)
+    return _dataset("witness", vectors, sizes, classes, 2, info, witness)
 
 
 def make_proportion(
@@ -162,3 +171,73 @@ def make_digit_patches(num_sets: int | None = 600, seed: int = 0) -> Dataset:
     sizes = keep.sum(axis=1)
     info = {"dim": 16, "num_vectors": int(sizes.sum())}
     return _dataset("digits", patches[keep], sizes, classes, 10, info)
+
+
+def make_digit_bags(
+    num_bags: int = 100,
+    num_test_bags: int = 100,
+    mean_size: float = 10.0,
+    sd_size: float = 2.0,
+    target: int = 9,
+    seed: int = 0,
+) -> Dataset:
+    """Bags of digit images, positive iff they hold the target digit (Ilse et al. 2018).
+
+    The "MNIST-bags" protocol of *Attention-based deep multiple instance learning* (ICML 2018,
+    section 5.2) on scikit-learn's 8 x 8 digits (1,797 images, 64-D, intensities 0-16): a bag's
+    size is drawn from a normal of mean ``mean_size`` and s.d. ``sd_size`` (rounded, at least
+    1), its images uniformly from the pool, and it is positive iff it holds at least one image
+    of ``target``; every vector keeps its instance label (1 for an image of ``target``). The
+    images are split in half once (stratified, by ``seed``): training bags draw on one half,
+    test bags on the other, so no test image was seen in training. As in the paper, the share
+    of positive bags follows from the draw (about ``1 - 0.9^M``: 0.65 at ``M = 10``).
+
+    Args:
+        num_bags: training bags (the first ``num_bags`` sets).
+        num_test_bags: test bags (the last ``num_test_bags`` sets; ``info["test_sets"]``).
+        mean_size: mean bag size.
+        sd_size: s.d. of the bag size (>= 0).
+        target: the digit that makes a bag positive (0-9).
+        seed: NumPy seed of the split and the draws.
+
+    Returns:
+        A :class:`~dpp.datasets.base.Dataset` named ``digit_bags`` (classes ``negative``,
+        ``positive``) with ``instance_labels``; ``info`` holds ``train_sets`` and
+        ``test_sets`` (index arrays as lists) and the digit of every vector is not kept.
+
+    Raises:
+        ValueError: for out-of-range arguments.
+    """
+    if num_bags < 2 or num_test_bags < 0 or not mean_size >= 1 or sd_size < 0:
+        raise ValueError("need num_bags >= 2, num_test_bags >= 0, mean_size >= 1, sd_size >= 0")
+    if not 0 <= int(target) <= 9:
+        raise ValueError(f"target must be a digit 0-9, got {target}")
+    digits = load_digits()
+    images, digit = digits.data.astype(np.float64), digits.target
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(digit))
+    halves = [np.sort(order[i::2]) for i in range(2)]  # each digit about half in each half
+    total = num_bags + num_test_bags
+    sizes = np.maximum(np.rint(rng.normal(mean_size, sd_size, size=total)), 1).astype(np.int64)
+    pool_of_bag = np.repeat([0, 1], [num_bags, num_test_bags])
+    picks = np.concatenate(
+        [
+            rng.choice(halves[h], size=m, replace=False)
+            for h, m in zip(pool_of_bag, sizes, strict=True)
+        ]
+    )  # a loop over bags only to draw them (generation, not numerics)
+    witness = digit[picks] == int(target)
+    set_ids = np.repeat(np.arange(total), sizes)
+    classes = np.zeros(total, np.int64)
+    np.maximum.at(classes, set_ids, witness.astype(np.int64))
+    info = {
+        "dim": 64,
+        "num_vectors": int(sizes.sum()),
+        "target": int(target),
+        "mean_size": float(mean_size),
+        "positive_share": float(classes.mean()),
+        "train_sets": list(range(num_bags)),
+        "test_sets": list(range(num_bags, total)),
+    }
+    dataset = _dataset("digit_bags", images[picks], sizes, classes, 2, info, witness)
+    return dataclasses.replace(dataset, class_names=("negative", "positive"))

@@ -101,6 +101,15 @@ def prediction_sets(X, estimator) -> RaggedSets:
     return sets
 
 
+def per_set(rows: np.ndarray, sets: RaggedSets) -> list[np.ndarray]:
+    """The ``[T, ...]`` rows of every membership split into one array per set, in set order.
+
+    Each set's rows are its vectors in the order they were given (a list's arrays, a
+    ``(vectors, set_ids)`` pair's vectors of that set).
+    """
+    return np.split(np.asarray(rows), np.cumsum(sets.set_sizes())[:-1])
+
+
 def _is_pair(X) -> bool:
     if not isinstance(X, tuple | list) or len(X) != 2:
         return False
@@ -470,6 +479,61 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
         """``[N, K]`` float64 set representations ``z`` (eq. 2 over eq. 3, or eq. 1)."""
         sets = self._prediction_sets(X)
         return np.asarray(self.model_.encode(sets), np.float64)
+
+    # ------------------------------------------------------------------ instance evidence
+    def instance_scores(self, X) -> list[np.ndarray]:
+        r"""Each vector's contribution to its set's class scores: one ``[M_n, C]`` array per set.
+
+        Row ``x`` of set ``n`` is its share ``s_x`` of the set's representation ``z`` times the
+        classifier's weights, :math:`s_x \Theta` (eqs. 2, 3, 16), in logit units (nats). The
+        shares sum to ``z`` exactly (:func:`dpp.pooling.segment_shares`): mean pooling's
+        ``f(x) / M_n``, max pooling's largest code (split equally at ties), the generalised
+        mean's weights. So ``instance_scores(X)[n].sum(0) + intercept_`` are the set's class
+        scores, whose log-softmax is ``predict_log_proba(X)[n]`` (to float32 rounding; the
+        scores are float64). A vector with a large score in column ``c`` is evidence for class
+        ``classes_[c]``; only differences between columns matter to the probabilities.
+
+        Args:
+            X: ``N`` sets (as :meth:`fit` takes them).
+
+        Returns:
+            ``N`` float64 arrays ``[M_n, C]``, rows in the order of each set's vectors, columns
+            in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets that :func:`prediction_sets` refuses (empty, NaN, wrong ``D``).
+        """
+        sets = self._prediction_sets(X)
+        return per_set(self.model_.instance_scores(sets), sets)
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        """``[C]`` float64 zeros: eq. (16) has no intercept.
+
+        The part of the class scores that no vector carries (see :meth:`instance_scores`).
+
+        Raises:
+            AttributeError: before ``fit``.
+        """
+        theta = self.__dict__.get("theta_")
+        if theta is None:
+            raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
+        return np.zeros(theta.shape[1])
+
+    def soft_assignments(self, X) -> list[np.ndarray]:
+        """Every vector's code: one ``[M_n, K]`` float64 array per set, rows on the simplex.
+
+        The soft assignment of eq. (3) to the learned prototypes (with an ``embedding``, of the
+        embedded vector); for the standard prototype's hard encoder, eq. (1)'s one-hot nearest
+        centre. What a set pools into ``z`` (:meth:`transform`).
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets that :func:`prediction_sets` refuses.
+        """
+        sets = self._prediction_sets(X)
+        return per_set(self.model_.membership_codes(sets), sets)
 
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""

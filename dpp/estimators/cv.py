@@ -349,6 +349,17 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         """``[N, K]`` set representations ``z`` of the refitted estimator."""
         return self._best().transform(X)
 
+    def instance_scores(self, X) -> list[np.ndarray]:
+        """Each vector's ``[M_n, C]`` part of its set's class scores, by the refitted estimator.
+
+        See :meth:`dpp.DPPClassifier.instance_scores`; ``intercept_`` is the refitted one's.
+        """
+        return self._best().instance_scores(X)
+
+    def soft_assignments(self, X) -> list[np.ndarray]:
+        """Every vector's ``[M_n, K]`` code under the refitted estimator."""
+        return self._best().soft_assignments(X)
+
     def score(self, X, y, sample_weight=None) -> float:
         """Accuracy of the refitted estimator (see :meth:`PrototypeClassifier.score`)."""
         return self._best().score(X, y, sample_weight)

@@ -36,6 +36,7 @@ from dpp.estimators.base import (
     FitReportView,
     _store,
     labelled_sets,
+    per_set,
     prediction_sets,
     warn_unclean,
     write_model_file,
@@ -548,6 +549,46 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
         return np.exp(self.predict_log_proba(X))
 
+    # ------------------------------------------------------------------ instance evidence
+    def instance_scores(self, X) -> list[np.ndarray]:
+        """Each vector's contribution to its set's logits: one ``[M_n, C]`` array per set.
+
+        The head is linear, so the logits ``W z + b`` split exactly over the vectors through
+        the pooled representation ``z``: attention MIL's ``a_k W h_k`` (its attention weight
+        times the vector's embedding through the head), Deep Sets' ``h_k / M`` and MI-Net's
+        share of each max-pooled unit (the unit's value, split equally among the vectors that
+        hold it) through ``W``. ``instance_scores(X)[n].sum(0) + intercept_`` are set ``n``'s
+        logits, whose log-softmax is ``predict_log_proba(X)[n]`` (to float32 rounding).
+        Inference mode (no dropout). A network with a non-linear head would have no such split
+        and would raise ``NotImplementedError``; both networks here have a linear one.
+
+        Args:
+            X: ``N`` sets (as :meth:`fit` takes them).
+
+        Returns:
+            ``N`` float64 arrays ``[M_n, C]`` (logit units), columns in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets that :func:`~dpp.estimators.base.prediction_sets` refuses.
+        """
+        check_is_fitted(self, "network_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        flat = neural.per_vector(self.network_, sets, neural.instance_scores, len(self.classes_))
+        return per_set(flat, sets)
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        """``[C]`` float64, the head's bias: the part of the logits no vector carries.
+
+        Raises:
+            AttributeError: before ``fit``.
+        """
+        network = self.__dict__.get("network_")
+        if network is None:
+            raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
+        return np.asarray(network.intercept(), np.float64)
+
     def predict(self, X) -> np.ndarray:
         """``[N]`` most probable class of each set (a value of ``classes_``)."""
         log_proba = self.predict_log_proba(X)  # NotFittedError first
@@ -646,6 +687,22 @@ class AttentionMILClassifier(NeuralSetClassifier):
 
     def _make(self, sets: RaggedSets, key) -> eqx.Module:
         return self._skeleton(sets.dim, sets.num_classes, key)
+
+    def attention_weights(self, X) -> list[np.ndarray]:
+        """The attention weights ``a_k``: one ``[M_n]`` float64 array per set, summing to 1.
+
+        What attention MIL is read by (Ilse et al. 2018, section 2.4): how much each vector
+        weighs in the set's representation. It says nothing of which class a vector supports;
+        :meth:`instance_scores` does (``a_k W h_k``).
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets that :func:`~dpp.estimators.base.prediction_sets` refuses.
+        """
+        check_is_fitted(self, "network_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        flat = neural.per_vector(self.network_, sets, neural.attention, 1)[:, 0]
+        return per_set(flat, sets)
 
     def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
         key = jax.random.key(0) if key is None else key

@@ -26,7 +26,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
 from dpp import params as check
-from dpp.baselines.pooling import DEFAULT_CS, POOLINGS, LogisticHead, pool_sets
+from dpp.baselines.pooling import DEFAULT_CS, POOLINGS, LogisticHead, pool_sets, pooled_shares
 from dpp.baselines.standard import hard_code_model
 from dpp.errors import warn_caller
 from dpp.estimators.base import (
@@ -35,6 +35,7 @@ from dpp.estimators.base import (
     _store,
     check_shapes,
     labelled_sets,
+    per_set,
     prediction_sets,
     write_model_file,
 )
@@ -260,6 +261,43 @@ class PooledLogisticClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
         return np.exp(self.predict_log_proba(X))
 
+    def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
+        """``[T, F]`` each vector's share of its set's features (they sum to them)."""
+        raise NotImplementedError
+
+    def instance_scores(self, X) -> list[np.ndarray]:
+        """Each vector's contribution to its set's logits: one ``[M_n, C]`` array per set.
+
+        The features are sums over a set's vectors (a mean's ``x / M``, a max's winner, a
+        histogram's ``1 / M`` at the nearest centre: :func:`~dpp.baselines.pooling.pooled_shares`)
+        and the standardised logistic regression is linear in them
+        (:meth:`~dpp.baselines.pooling.LogisticHead.linear`), so each vector's share through
+        its weights is its part of the logits; ``instance_scores(X)[n].sum(0) + intercept_``
+        are set ``n``'s logits, whose log-softmax is ``predict_log_proba(X)[n]``.
+
+        Returns:
+            ``N`` float64 arrays ``[M_n, C]`` (logit units), columns in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets that :func:`~dpp.estimators.base.prediction_sets` refuses.
+        """
+        check_is_fitted(self, "head_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        return per_set(self._feature_shares(sets) @ self.head_.linear()[0], sets)
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        """``[C]`` float64: the logits' part no vector carries (the scaler folded in).
+
+        Raises:
+            AttributeError: before ``fit``.
+        """
+        head = self.__dict__.get("head_")
+        if head is None:
+            raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
+        return head.linear()[1]
+
     def predict(self, X) -> np.ndarray:
         """``[N]`` most probable class of each set (a value of ``classes_``)."""
         log_proba = self.predict_log_proba(X)
@@ -316,6 +354,9 @@ class PoolingClassifier(PooledLogisticClassifier):
 
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return pool_sets(sets, self.pooling)
+
+    def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
+        return pooled_shares(sets, self.pooling)
 
     def _num_features(self, dim: int) -> int:
         return 2 * dim if self.pooling == "mean_max" else dim
@@ -399,6 +440,9 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
 
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return np.asarray(self.encoder_.encode(sets), np.float64)
+
+    def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
+        return self.encoder_.membership_shares(sets)
 
     _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
         PooledLogisticClassifier._FILE_ARRAYS[0] | {"mu", "normalizer_scale"},

@@ -17,11 +17,17 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from dpp.classifier import log_predictive
-from dpp.encoding import encode_hard, encode_soft, max_codes
+from dpp.encoding import (
+    encode_hard,
+    encode_soft,
+    max_codes,
+    membership_codes,
+    membership_shares,
+)
 from dpp.likelihood import Params
 from dpp.model.report import CLEAN_STATUSES, STATUSES, FitReport  # noqa: F401  (re-exported)
 from dpp.pooling import MEAN, Pooling
-from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size
+from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size, sets_bucket
 from dpp.solvers.coordinate_ascent import (
     FitResult,
 )
@@ -41,6 +47,8 @@ _encode_soft_jit = jax.jit(encode_soft)
 _encode_hard_jit = jax.jit(encode_hard)
 _log_predictive = jax.jit(log_predictive)
 _max_codes = jax.jit(max_codes)
+_membership_codes = jax.jit(membership_codes)
+_membership_shares = jax.jit(membership_shares)
 
 
 def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]) -> float:
@@ -141,6 +149,47 @@ class FittedModel:
         ``beta`` and the log-softmax is stable.
         """
         return _log_predictive(self._encode_bucketed(sets), self.theta)[: sets.num_sets]
+
+    def _memberships_padded(self, sets: RaggedSets) -> RaggedSets:
+        """Internal-unit sets padded to bucketed ``N``, ``T`` (and ``U``), unpacked.
+
+        Padding is appended, so the first ``T`` memberships are the sets' own, in order.
+        """
+        sets = self.internal_sets(sets)
+        pool = None if sets.members is None else bucket_size(sets.vectors.shape[0], BUCKET_ALIGN)
+        return sets.padded(
+            sets_bucket(sets.num_sets), bucket_size(sets.num_memberships, BUCKET_ALIGN), pool
+        )
+
+    def membership_codes(self, sets: RaggedSets) -> np.ndarray:
+        """``[T, K]`` float64 code of every membership (eq. 3, or eq. 1 for the hard encoder).
+
+        Rows in the order of ``sets.set_ids`` (each set's vectors in their given order).
+        """
+        padded = self._memberships_padded(sets)
+        codes = _membership_codes(padded, self.mu, self.log_beta)
+        return np.asarray(codes, np.float64)[: sets.num_memberships]
+
+    def membership_shares(self, sets: RaggedSets) -> np.ndarray:
+        """``[T, K]`` float64 each membership's share of its set's ``z``: a set's rows sum to it.
+
+        :func:`dpp.encoding.membership_shares` with the model's pooling (the hard encoder's
+        histogram is a mean).
+        """
+        padded = self._memberships_padded(sets)
+        log_beta = self.log_beta
+        shares = _membership_shares(padded, self.mu, log_beta, self.pooling)
+        return np.asarray(shares, np.float64)[: sets.num_memberships]
+
+    def instance_scores(self, sets: RaggedSets) -> np.ndarray:
+        r"""``[T, C]`` float64 each membership's contribution to its set's class scores.
+
+        Row ``x`` of set ``n`` is :math:`s_x \Theta`, its share of ``z`` (eqs. 2-3,
+        :meth:`membership_shares`) times eq. (16)'s weights; the rows of a set sum to its class
+        scores :math:`z \Theta`, whose log-softmax is :meth:`log_predictive` (eq. 16 has no
+        intercept).
+        """
+        return self.membership_shares(sets) @ np.asarray(self.theta, np.float64)
 
 
 def fit_status(

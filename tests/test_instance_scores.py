@@ -1,0 +1,229 @@
+"""Instance-level evidence: every set model's per-vector scores sum back to its class scores.
+
+In float64 the sums are checked against each model's own forward pass (the packed encoder of
+eq. 2 over eq. 3, the networks' ``__call__``) to 1e-9; through the estimators (float32 fits),
+the log-softmax of the sums plus ``intercept_`` is ``predict_log_proba`` to float32 rounding.
+"""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.special import log_softmax
+from sklearn.metrics import roc_auc_score
+
+import dpp
+from dpp.baselines import neural
+from dpp.datasets.suite import make_digit_bags, make_witness
+from dpp.encoding import soft_assignment
+from dpp.model import FittedModel
+from dpp.model.report import FitReport
+from dpp.pooling import make_pooling
+from dpp.sets import RaggedSets
+
+
+def _sets_with_ties(rng, num_sets=9, dim=3):
+    """Random sets, each with a repeated vector (max pooling's ties) and a singleton."""
+    vectors = []
+    for i in range(num_sets):
+        x = rng.normal(size=(int(rng.integers(1, 8)), dim))
+        vectors.append(np.concatenate([x, x[:1]]) if i % 2 else x)
+    return vectors, RaggedSets.from_list(vectors, None, dtype=np.float64)
+
+
+def _model(rng, pooling, log_beta, k=4, dim=3, classes=3):
+    mu = jnp.asarray(rng.normal(size=(k, dim)))
+    theta = jnp.asarray(rng.normal(size=(k, classes)) * 3.0)
+    return FittedModel("dpp", mu, log_beta, theta, np.zeros(0), FitReport("dpp"), pooling=pooling)
+
+
+@pytest.mark.parametrize("kind", ["mean", "max", "gem"])
+@pytest.mark.parametrize("beta", ["shared", "per_prototype", "hard"])
+def test_prototype_scores_sum_to_the_encoders_class_scores(x64, rng, kind, beta):
+    vectors, sets = _sets_with_ties(rng)
+    log_beta = {
+        "shared": jnp.float64(1.3),
+        "per_prototype": jnp.asarray(rng.normal(size=4)),
+        "hard": None,
+    }[beta]
+    pooling = make_pooling(kind, 0.4 if kind == "gem" else None)
+    model = _model(rng, pooling if beta != "hard" else make_pooling("mean"), log_beta)
+    scores = model.instance_scores(sets)
+    assert scores.shape == (sets.num_memberships, 3) and scores.dtype == np.float64
+    totals = np.zeros((sets.num_sets, 3))
+    np.add.at(totals, np.asarray(sets.set_ids), scores)
+    expected = np.asarray(model.encode(sets)) @ np.asarray(model.theta)
+    np.testing.assert_allclose(totals, expected, atol=1e-9, rtol=0)
+    np.testing.assert_allclose(
+        log_softmax(totals, axis=1), np.asarray(model.log_predictive(sets)), atol=1e-9
+    )
+
+
+def test_each_poolings_shares_follow_its_rule(x64, rng):
+    """Mean: f(x) / M; max: only the vectors holding the largest code, split at ties."""
+    vectors, sets = _sets_with_ties(rng)
+    log_beta = jnp.float64(0.7)
+    base = _model(rng, make_pooling("mean"), log_beta)
+    ids = np.asarray(sets.set_ids)
+    sizes = sets.set_sizes()
+    f = np.asarray(soft_assignment(jnp.asarray(np.concatenate(vectors)), base.mu, log_beta))
+    np.testing.assert_allclose(base.membership_shares(sets), f / sizes[ids, None], atol=1e-12)
+    np.testing.assert_allclose(base.membership_codes(sets), f, atol=1e-12)
+    mu_model = _model(np.random.default_rng(1), make_pooling("max"), log_beta)
+    shares, f = mu_model.membership_shares(sets), mu_model.membership_codes(sets)
+    largest = np.zeros((sets.num_sets, 4))
+    np.maximum.at(largest, ids, f)
+    ties = f == largest[ids]
+    count = np.zeros((sets.num_sets, 4))
+    np.add.at(count, ids, ties)
+    np.testing.assert_allclose(shares, np.where(ties, largest[ids] / count[ids], 0.0), atol=1e-15)
+    assert (count >= 2).any()  # a repeated vector that holds the largest code: a real tie
+
+
+def _as_float64(module):
+    return jax.tree.map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, module)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "gated",
+        "max",
+        "embedded_gem",
+        pytest.param("attention", marks=pytest.mark.extended),
+        pytest.param("mean", marks=pytest.mark.extended),
+    ],
+)
+def test_network_scores_sum_to_the_logits_less_the_bias(x64, rng, name):
+    key = jax.random.key(3)
+    if name in ("attention", "gated"):
+        net = neural.AttentionMIL(5, 3, (8, 6), 0.0, 4, name == "gated", key=key)
+    elif name == "embedded_gem":
+        emb = neural.Embedding(5, (8, 6), 0.0, key=key)
+        net = neural.initial_embedded_dpp(
+            emb, rng.normal(size=(4, 6)), 0.5, 3, make_pooling("gem", 0.3)
+        )
+        net = eqx.tree_at(lambda m: m.theta, net, jnp.asarray(rng.normal(size=(4, 3))))
+    else:
+        net = neural.DeepSets(5, 3, (8, 6), 0.0, name, key=key)
+    net = _as_float64(net)
+    x = jnp.asarray(rng.normal(size=(7, 5)))
+    mask = jnp.asarray([True] * 5 + [False] * 2)
+    scores = net.instance_scores(x, mask)
+    assert scores.shape == (7, 3)
+    np.testing.assert_allclose(scores[5:], 0.0, atol=0)
+    np.testing.assert_allclose(scores.sum(0) + net.intercept(), net(x, mask), atol=1e-9)
+    if name in ("attention", "gated"):
+        a = net.attention(x, mask)
+        np.testing.assert_allclose(a.sum(), 1.0, atol=1e-12)
+        assert (a[5:] == 0).all() and (a[:5] > 0).all()
+
+
+def _problem(rng, n=60, classes=3):
+    X = [rng.normal(size=(int(rng.integers(1, 9)), 4)) + (i % classes) for i in range(n)]
+    return X, np.arange(n) % classes
+
+
+FAST = {
+    "dpp_mean": lambda: dpp.DPPClassifier(n_prototypes=3, max_rounds=3),
+    "dpp_max": lambda: dpp.DPPClassifier(n_prototypes=3, max_rounds=3, pooling="max"),
+    "dpp_gem": lambda: dpp.DPPClassifier(
+        n_prototypes=3, max_rounds=3, pooling="gem", per_prototype_beta=True
+    ),
+    "standard": lambda: dpp.StandardPrototypeClassifier(n_prototypes=3),
+    "pooling": lambda: dpp.PoolingClassifier(Cs=(1.0,), cv=2),
+    "pooling_max": lambda: dpp.PoolingClassifier(pooling="max", Cs=(1.0,), cv=2),
+    "bag_of_words": lambda: dpp.BagOfWordsClassifier(n_prototypes=3, Cs=(1.0,), cv=2),
+}
+
+
+# the DPP fits' sums are checked in float64 on the model above and end to end on a witness
+# task below; their estimator cases run in the extended tier
+CASES = [(name, "soft") for name in ("standard", "pooling", "bag_of_words")] + [
+    (name, "binary") for name in ("pooling", "pooling_max", "bag_of_words")
+]
+EXTENDED = [
+    pytest.param(name, labels, marks=pytest.mark.extended)
+    for name in FAST
+    for labels in ("three_classes", "soft", "binary")
+    if (name, labels) not in CASES
+]
+
+
+@pytest.mark.parametrize(("name", "labels"), CASES + EXTENDED)
+def test_estimator_scores_sum_back_to_the_log_probabilities(rng, name, labels):
+    X, y = _problem(rng, classes=2 if labels == "binary" else 3)
+    if labels == "soft":
+        y = 0.7 * np.eye(3)[y] + 0.1
+    est = FAST[name]().fit(X, y)
+    scores = est.instance_scores(X[:15])
+    assert [s.shape for s in scores] == [(len(x), len(est.classes_)) for x in X[:15]]
+    totals = np.stack([s.sum(0) for s in scores]) + est.intercept_
+    np.testing.assert_allclose(
+        log_softmax(totals, axis=1), est.predict_log_proba(X[:15]), atol=2e-5
+    )
+    # the order of a set's vectors orders its rows and nothing else
+    order = rng.permutation(len(X[3]))
+    np.testing.assert_allclose(est.instance_scores([X[3][order]])[0], scores[3][order], atol=1e-6)
+
+
+@pytest.mark.extended
+def test_the_networks_and_the_embedded_dpp_through_their_estimators(rng):
+    X, y = _problem(rng)
+    small = {"embedding": (8,), "max_epochs": 3, "batch_size": 4}
+    for est in (
+        dpp.AttentionMILClassifier(**small),
+        dpp.DeepSetsClassifier(**small),
+        dpp.DPPClassifier(n_prototypes=3, embedding=(8,), optimizer="adam", pooling="max"),
+    ):
+        est.fit(X, y)
+        scores = est.instance_scores(X[:12])
+        totals = np.stack([s.sum(0) for s in scores]) + est.intercept_
+        np.testing.assert_allclose(
+            log_softmax(totals, axis=1), est.predict_log_proba(X[:12]), atol=2e-5
+        )
+    weights = dpp.AttentionMILClassifier(**small).fit(X, y).attention_weights(X[:5])
+    assert [w.shape for w in weights] == [(len(x),) for x in X[:5]]
+    np.testing.assert_allclose([w.sum() for w in weights], 1.0, atol=1e-5)
+
+
+def test_dpp_evidence_finds_the_witnesses():
+    """On a witness task, the positive class's instance score ranks witnesses first."""
+    data = make_witness(num_sets=160, dim=12, seed=1)
+    sets, labels = data.sets, np.asarray(data.sets.labels).argmax(1)
+    est = dpp.DPPClassifier(n_prototypes=8).fit(sets)
+    scores = np.concatenate(est.instance_scores(sets))
+    positive = labels[np.asarray(sets.set_ids)] == 1
+    auc = roc_auc_score(data.instance_labels[positive], scores[positive, 1])
+    assert auc > 0.95, auc
+    codes = est.soft_assignments(sets)
+    np.testing.assert_allclose(np.concatenate(codes).sum(1), 1.0, atol=1e-5)
+    np.testing.assert_array_equal(est.intercept_, np.zeros(2))
+
+
+@pytest.mark.extended
+def test_the_cv_gives_its_refitted_estimators_evidence(rng):
+    X, y = _problem(rng)
+    cv = dpp.DPPClassifierCV(dpp.DPPClassifier(n_prototypes=3, max_rounds=3), cv=2).fit(X, y)
+    best = cv.best_estimator_
+    for method in ("instance_scores", "soft_assignments"):
+        got, want = getattr(cv, method)(X[:5]), getattr(best, method)(X[:5])
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(cv.intercept_, np.zeros(3))
+
+
+def test_digit_bags_follow_the_protocol():
+    data = make_digit_bags(num_bags=60, num_test_bags=40, mean_size=10, sd_size=2, seed=1)
+    sets, info = data.sets, data.info
+    assert sets.num_sets == 100 and info["test_sets"] == list(range(60, 100))
+    ids = np.asarray(sets.set_ids)
+    holds = np.zeros(100, bool)
+    np.logical_or.at(holds, ids, data.instance_labels == 1)
+    np.testing.assert_array_equal(np.asarray(sets.labels).argmax(1), holds.astype(int))
+    assert 7 <= sets.set_sizes().mean() <= 13 and 0.4 < holds.mean() < 0.9
+    # no image is in a training bag and a test bag
+    vectors = np.asarray(sets.vectors)
+    train = {v.tobytes() for v in vectors[ids < 60]}
+    assert not any(v.tobytes() in train for v in vectors[ids >= 60])
