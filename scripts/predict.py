@@ -1,12 +1,17 @@
 """Predictions of a saved model for new sets, written to CSV.
 
     python scripts/predict.py MODEL SETS [--out predictions.csv] [--set-column set_id]
-        [--label-column label] [--features a,b,c] [--no-compilation-cache]
+        [--label-column label] [--features a,b,c] [--no-vectors] [--no-compilation-cache]
 
 MODEL is a file written by ``clf.save`` or a run's ``models/<method>.npz``; SETS is a sets file
 (``.npz``, CSV or Parquet; see dpp/datasets/sets_file.py), labelled or not. The CSV has one row
 per set: ``set_id`` (the file's id), ``predicted`` (a class) and ``p_<class>`` for every class;
-with labels in SETS, also ``label``, and the accuracy is printed. JAX's persistent compilation
+with labels in SETS, also ``label``, and the accuracy is printed. Next to it,
+``<out>_vectors.csv`` holds every vector's evidence (``instance_scores``): one row per vector,
+``set_id``, ``vector`` (its position in its set, in the file's order) and ``score_<class>``, its
+contribution to the set's score of each class in logits; a set's rows plus the model's intercept
+(printed) sum to its class scores, whose softmax is ``p_<class>``. ``--no-vectors`` skips it.
+JAX's persistent compilation
 cache (``.cache/jax``, or ``$DPP_CACHE_DIR/jax``) is used unless ``--no-compilation-cache``.
 """
 
@@ -32,6 +37,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set-column", default="set_id")
     parser.add_argument("--label-column", default="label")
     parser.add_argument("--features", default=None, help="comma-separated feature columns")
+    parser.add_argument("--no-vectors", action="store_true", help="no per-vector scores file")
     parser.add_argument("--no-compilation-cache", action="store_true")
     args = parser.parse_args(argv)
     if not args.no_compilation_cache:
@@ -55,7 +61,30 @@ def main(argv=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.out, index=False)
     print(f"predictions for {len(table)} sets written to {args.out}")
+    if not args.no_vectors:
+        path = args.out.with_name(f"{args.out.stem}_vectors.csv")
+        write_vector_scores(clf, data, classes, path)
     return 0
+
+
+def write_vector_scores(clf, data, classes, path: Path) -> None:
+    """Writes every vector's ``instance_scores`` row to ``path`` (one line said either way)."""
+    if not hasattr(clf, "instance_scores"):
+        print(f"{type(clf).__name__} gives no per-vector scores: {path.name} not written")
+        return
+    scores = np.concatenate(clf.instance_scores((data.vectors, data.set_index)))
+    sizes = np.bincount(data.set_index, minlength=len(data.set_ids))
+    table = pd.DataFrame(
+        {
+            "set_id": data.set_ids[data.set_index],
+            "vector": np.arange(len(data.set_index)) - np.repeat(np.cumsum(sizes) - sizes, sizes),
+        }
+    )
+    for c, column in zip(classes, scores.T, strict=True):
+        table[f"score_{c}"] = column
+    table.to_csv(path, index=False)
+    intercept = ", ".join(f"{c}: {v:.4g}" for c, v in zip(classes, clf.intercept_, strict=True))
+    print(f"per-vector scores of {len(table)} vectors written to {path} (intercept {intercept})")
 
 
 if __name__ == "__main__":

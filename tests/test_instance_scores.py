@@ -227,3 +227,74 @@ def test_digit_bags_follow_the_protocol():
     vectors = np.asarray(sets.vectors)
     train = {v.tobytes() for v in vectors[ids < 60]}
     assert not any(v.tobytes() in train for v in vectors[ids >= 60])
+
+
+def test_predict_script_writes_every_vectors_scores_beside_the_predictions(rng, tmp_path):
+    import runpy
+
+    import pandas as pd
+
+    X, y = _problem(rng, n=40)
+    model = dpp.BagOfWordsClassifier(n_prototypes=3, Cs=(1.0,), cv=2).fit(X, y)
+    model.save(tmp_path / "model.npz")
+    ids = np.repeat(np.arange(40) * 10 + 7, [len(x) for x in X])  # ids that are not 0..N-1
+    np.savez(tmp_path / "sets.npz", vectors=np.concatenate(X), set_ids=ids)
+    main = runpy.run_path("scripts/predict.py")["main"]
+    out = tmp_path / "out" / "pred.csv"
+    assert main([str(tmp_path / "model.npz"), str(tmp_path / "sets.npz"), "--out", str(out)]) == 0
+    sets, vectors = pd.read_csv(out), pd.read_csv(tmp_path / "out" / "pred_vectors.csv")
+    assert len(vectors) == len(ids) and list(vectors.set_id) == list(ids)
+    assert list(vectors.vector[: len(X[0]) + 1]) == [*range(len(X[0])), 0]
+    columns = [f"score_{c}" for c in model.classes_]
+    totals = vectors.groupby("set_id", sort=True)[columns].sum().to_numpy() + model.intercept_
+    probability = np.exp(log_softmax(totals, axis=1))
+    np.testing.assert_allclose(probability, sets[[f"p_{c}" for c in model.classes_]], atol=1e-6)
+
+
+class _Oracle:
+    """Evidence +1 on witnesses and -1 elsewhere (or the reverse): AUC 1 (or 0) by construction."""
+
+    def __init__(self, witnesses, sign=1.0):
+        self.witnesses, self.sign = witnesses, sign
+
+    def instance_scores(self, sets):
+        evidence = self.sign * (2.0 * self.witnesses - 1.0)
+        rows = np.stack([np.zeros_like(evidence), evidence], axis=1)
+        return np.split(rows, np.cumsum(sets.set_sizes())[:-1])
+
+
+def test_the_suites_instance_metrics_read_the_witness_labels_of_the_held_out_sets():
+    from dpp.experiment.suite import instance_metrics, membership_rows
+
+    data = make_witness(num_sets=30, dim=3, max_size=6, seed=2)
+    test = np.arange(1, 30, 3)  # a subset in another order than the file's
+    witnesses = membership_rows(data.instance_labels, data.sets, test)
+    held = data.sets.subset(test)
+    assert witnesses.shape == (held.num_memberships,)
+    labels = np.asarray(data.sets.labels)[test]
+    holds = np.zeros(test.size, bool)
+    np.logical_or.at(holds, np.asarray(held.set_ids), witnesses == 1)
+    np.testing.assert_array_equal(holds, labels.argmax(1) == 1)  # rows follow the subset
+    assert instance_metrics(_Oracle(witnesses), held, labels, witnesses) == {
+        "instance_auc": 1.0,
+        "top_witness": 1.0,
+    }
+    wrong = instance_metrics(_Oracle(witnesses, -1.0), held, labels, witnesses)
+    assert wrong == {"instance_auc": 0.0, "top_witness": 0.0}
+    assert instance_metrics(object(), held, labels, witnesses) == {}
+
+
+def test_a_suite_run_on_digit_bags_reports_instance_evidence_and_draws_a_bag(tmp_path):
+    import json
+
+    from dpp.experiment.suite import run_suite
+
+    run_suite(tmp_path, ["digit_bags_m10_n100"], folds=2, methods=["pooling"], log=lambda _: None)
+    records = json.loads((tmp_path / "suite.json").read_text())["records"]
+    assert [r["fold"] for r in records] == [0, 1]
+    assert all(0.0 <= r["instance_auc"] <= 1.0 for r in records)
+    assert len(records[0]["example_evidence"]) == len(
+        make_digit_bags(seed=0).sets.subset(np.array([records[0]["example_set"]])).vectors
+    )
+    assert "Which vectors decided" in (tmp_path / "suite.md").read_text()
+    assert (tmp_path / "evidence.png").stat().st_size > 10_000

@@ -34,7 +34,12 @@ import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
 from dpp.datasets.base import Dataset
-from dpp.datasets.suite import make_digit_patches, make_proportion, make_witness
+from dpp.datasets.suite import (
+    make_digit_bags,
+    make_digit_patches,
+    make_proportion,
+    make_witness,
+)
 from dpp.errors import ConfigError, FitWarning
 from dpp.estimators import ESTIMATORS, DPPClassifierCV
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
@@ -51,6 +56,18 @@ TASKS: dict[str, tuple[Callable[[], Dataset], int, str]] = {
         "proportion",
     ),
     "digits_patches": (lambda: make_digit_patches(), 16, "image patches"),
+    # Ilse et al. 2018's MNIST-bags on 8 x 8 digits: a fixed split into training bags and test
+    # bags of held-out images, so each outer fold is a new draw of images and bags
+    "digit_bags_m10_n100": (
+        lambda seed=0: make_digit_bags(num_bags=100, mean_size=10, sd_size=2, seed=seed),
+        8,
+        "witness (a target digit)",
+    ),
+    "digit_bags_m50_n50": (
+        lambda seed=0: make_digit_bags(num_bags=50, mean_size=50, sd_size=10, seed=seed),
+        8,
+        "witness (a target digit)",
+    ),
 }
 
 #: The ``l2`` grid of the prototype methods' selection (extended past an edge).
@@ -162,14 +179,12 @@ def run_task(
         KeyError: an unknown task.
     """
     loader, k, _ = TASKS[name]
-    dataset = loader()
-    sets = dataset.sets
-    labels = np.asarray(sets.labels)
-    splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
     records = []
-    for fold, (train, test) in enumerate(splitter.split(np.zeros(len(labels)), labels.argmax(1))):
+    for fold, dataset, train, test in _outer_folds(loader, folds, seed):
         if fold in skip:
             continue
+        sets = dataset.sets
+        labels = np.asarray(sets.labels)
         train_sets, test_sets = sets.subset(train), sets.subset(test)
         for method in methods:
             estimator = make_method(method, k, seed)
@@ -181,6 +196,11 @@ def run_task(
             metrics = evaluate(estimator.predict_log_proba(test_sets), labels[test])
             record = {"task": name, "fold": fold, "method": method, **metrics}
             record.update(fit_seconds=seconds, **_selection(estimator))
+            if dataset.instance_labels is not None:
+                witnesses = membership_rows(dataset.instance_labels, sets, test)
+                record.update(instance_metrics(estimator, test_sets, labels[test], witnesses))
+                if fold == 0 and "test_sets" in dataset.info:  # a bag to draw (evidence_figure)
+                    record.update(_example(estimator, sets, labels, test))
             records.append(record)
             if on_record is not None:
                 on_record(record)
@@ -190,6 +210,151 @@ def run_task(
                 f"({selection_note(record)})"
             )
     return records
+
+
+def _outer_folds(loader, folds: int, seed: int):
+    """``(fold, dataset, train, test)`` of each outer fold of a task.
+
+    Stratified folds of one draw of the task; a task with a fixed split (``test_sets`` in its
+    info: the digit bags, whose test bags hold held-out images) instead draws anew for every
+    fold (seed ``1000 * seed + fold``) and uses that split.
+    """
+    dataset = loader()
+    if "test_sets" not in dataset.info:
+        labels = np.asarray(dataset.sets.labels)
+        splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
+        for fold, (train, test) in enumerate(
+            splitter.split(np.zeros(len(labels)), labels.argmax(1))
+        ):
+            yield fold, dataset, train, test
+        return
+    for fold in range(folds):
+        drawn = loader(seed=1000 * seed + fold)
+        yield fold, drawn, np.asarray(drawn.info["train_sets"]), np.asarray(drawn.info["test_sets"])
+
+
+def membership_rows(values: np.ndarray, sets, indices: np.ndarray) -> np.ndarray:
+    """``values`` (one per membership of ``sets``) of the sets ``indices``, in subset order."""
+    sizes = sets.set_sizes()
+    starts = np.cumsum(sizes) - sizes
+    counts = sizes[indices]
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return np.asarray(values)[np.repeat(starts[indices], counts) + offsets]
+
+
+def instance_metrics(estimator, sets, labels: np.ndarray, witnesses: np.ndarray) -> dict:
+    """How well a fitted estimator's per-vector evidence finds the witnesses of held-out sets.
+
+    The evidence of a vector is its contribution to the log-odds of the positive class (the
+    last), ``instance_scores[:, -1] - instance_scores[:, 0]`` (:meth:`instance_scores`).
+
+    Returns:
+        ``instance_auc`` (ROC AUC of the evidence against the vectors' witness labels, over
+        every held-out vector) and ``top_witness`` (the share of positive sets whose
+        highest-evidence vector is a witness); for attention MIL also ``attention_auc`` and
+        ``attention_top_witness`` (the same for its attention weights). Empty for an estimator
+        without :meth:`instance_scores`, or with one class of vectors.
+    """
+    from sklearn.metrics import roc_auc_score
+
+    if not hasattr(estimator, "instance_scores") or len(np.unique(witnesses)) < 2:
+        return {}
+    positive = labels.argmax(1) == labels.shape[1] - 1
+    out = {}
+    readings = {"": [s[:, -1] - s[:, 0] for s in estimator.instance_scores(sets)]}
+    if hasattr(estimator, "attention_weights"):
+        readings["attention_"] = estimator.attention_weights(sets)
+    for prefix, per_set in readings.items():
+        evidence = np.concatenate(per_set)
+        top = [int(np.argmax(e)) for e in per_set]  # one argmax per set (reporting, not numerics)
+        starts = np.cumsum(sets.set_sizes()) - sets.set_sizes()
+        hits = witnesses[starts + np.asarray(top)] == 1
+        out[f"{prefix}instance_auc"] = float(roc_auc_score(witnesses, evidence))
+        out[f"{prefix}top_witness"] = float(hits[positive].mean()) if positive.any() else None
+    return out
+
+
+def _example(estimator, sets, labels: np.ndarray, test: np.ndarray) -> dict:
+    """The first positive test set's index and its vectors' evidence (and attention)."""
+    if not hasattr(estimator, "instance_scores"):
+        return {}
+    chosen = test[labels[test].argmax(1) == labels.shape[1] - 1][:1]
+    if chosen.size == 0:
+        return {}
+    example = sets.subset(chosen)
+    scores = estimator.instance_scores(example)[0]
+    out = {
+        "example_set": int(chosen[0]),
+        "example_evidence": (scores[:, -1] - scores[:, 0]).tolist(),
+    }
+    if hasattr(estimator, "attention_weights"):
+        out["example_attention"] = estimator.attention_weights(example)[0].tolist()
+    return out
+
+
+def evidence_figure(records: list[dict], path: Path, seed: int = 0) -> Path | None:
+    """A positive digit bag of each digit-bag task, every image framed by its evidence (PNG).
+
+    One row per method with per-vector evidence (``instance_scores``, the positive class's
+    log-odds contribution; red for, blue against, scaled per row) and one for attention MIL's
+    attention weights (darker: more weight); the target digit's images are marked. ``None``
+    when no record holds an example.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+
+    from dpp.experiment.plots import save_figure
+
+    rows = []  # (task, label, values, example_set)
+    for record in records:
+        if record.get("example_evidence") is None or record.get("fold") != 0:
+            continue
+        task, method = record["task"], record["method"]
+        rows.append(
+            (task, f"{method}: evidence", record["example_evidence"], record["example_set"])
+        )
+        if record.get("example_attention") is not None:
+            rows.append(
+                (task, f"{method}: attention", record["example_attention"], record["example_set"])
+            )
+    if not rows:
+        return None
+    datasets = {
+        task: TASKS[task][0](seed=1000 * seed) for task in dict.fromkeys(r[0] for r in rows)
+    }
+    width = max(len(r[2]) for r in rows)
+    fig, axes = plt.subplots(len(rows), width, figsize=(0.7 * width + 1.5, 0.85 * len(rows) + 0.6),
+                             squeeze=False)  # fmt: skip
+    for axis_row, (task, label, values, index) in zip(axes, rows, strict=True):
+        data = datasets[task]
+        member = membership_rows(np.arange(data.sets.num_memberships), data.sets, np.array([index]))
+        images = np.asarray(data.sets.vectors)[member].reshape(-1, 8, 8)
+        witness = data.instance_labels[member] == 1
+        values = np.asarray(values, float)
+        attention = label.endswith("attention")
+        scale = float(np.max(np.abs(values))) or 1.0
+        for j, ax in enumerate(axis_row):
+            ax.set_xticks([]), ax.set_yticks([])
+            if j >= len(values):
+                ax.axis("off")
+                continue
+            colour = (colormaps["Greens"](0.25 + 0.75 * values[j] / scale) if attention
+                      else colormaps["RdBu_r"](0.5 + 0.5 * values[j] / scale))  # fmt: skip
+            ax.imshow(images[j], cmap="gray_r")
+            for spine in ax.spines.values():
+                spine.set_edgecolor(colour), spine.set_linewidth(4)
+            ax.set_title(f"{values[j]:+.2f}" if not attention else f"{values[j]:.2f}", fontsize=6)
+            if witness[j]:
+                ax.set_xlabel("target", fontsize=6, color="black")
+        axis_row[0].set_ylabel(f"{task}\n{label}", fontsize=6, rotation=0, ha="right", va="center")
+    fig.suptitle(
+        "Which images decided: a positive test bag (frame: red for, blue against)", fontsize=8
+    )
+    fig.tight_layout()
+    return save_figure(fig, path)
 
 
 def selection_note(record: dict) -> str:
@@ -258,6 +423,7 @@ def summary_table(records: list[dict]) -> str:
         verdict = "yes" if diff >= 0 else "NO"
         lines.append(f"- {task}: DPP {means[task, 'dpp']:.1f} % against {best} "
                      f"{means[task, best]:.1f} % ({diff:+.1f} points): {verdict}")  # fmt: skip
+    lines += instance_table(frame, tasks, methods)
     selected = frame[frame.position.notna()] if "position" in frame else frame.iloc[:0]
     positions = selected.groupby(["method", "position"]).size().to_dict()
     statuses = frame[frame.status.notna()].groupby(["method", "status"]).size().to_dict()
@@ -277,6 +443,37 @@ def summary_table(records: list[dict]) -> str:
         lines += ["", "DPP rounds chosen by the inner CV (fits): "
                   + ", ".join(f"{r}: {n}" for r, n in sorted(rounds.items()))]  # fmt: skip
     return "\n".join(lines) + "\n"
+
+
+def instance_table(frame: pd.DataFrame, tasks: list, methods: list) -> list[str]:
+    """Markdown lines: instance AUC and top-witness share per method on the witness tasks."""
+    if "instance_auc" not in frame or frame.instance_auc.isna().all():
+        return []
+    tasks = [t for t in tasks if frame[frame.task == t].instance_auc.notna().any()]
+    lines = [
+        "",
+        "Which vectors decided: instance AUC of each vector's evidence (its contribution to the "
+        "positive class's log-odds, `instance_scores`) against the witness labels of the "
+        "held-out vectors / share of positive sets whose top vector is a witness, mean ± 2 s.e. "
+        "over the outer folds; attention MIL's attention weights on their own row.",
+        "",
+        "| method | " + " | ".join(tasks) + " |",
+        "|---|" + "---|" * len(tasks),
+    ]
+    readings = [(m, "") for m in methods]
+    if "attention_instance_auc" in frame:
+        attended = set(frame[frame.attention_instance_auc.notna()].method)
+        readings += [(m, "attention_") for m in methods if m in attended]
+    for method, prefix in readings:
+        cells = []
+        for task in tasks:
+            part = frame[(frame.task == task) & (frame.method == method)]
+            auc, top = part[f"{prefix}instance_auc"].dropna(), part[f"{prefix}top_witness"].dropna()
+            cells.append(f"{_cell(auc, 1, 3)} / {_cell(top, 1, 2)}" if len(auc) else "-")
+        if any(c != "-" for c in cells):
+            name = f"{method} (attention weights)" if prefix else method
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def check_suite(tasks, methods, folds: int) -> None:
@@ -375,7 +572,13 @@ def run_suite(
         recorder.records.sort(
             key=lambda r: (header["tasks"].index(r["task"]), r["fold"], methods.index(r["method"]))
         )
-        return recorder.finish(then=lambda _: suite_figure(recorder.records, out / "suite.png"))
+        return recorder.finish(then=lambda _: _figures(recorder.records, out, int(seed)))
+
+
+def _figures(records: list[dict], out: Path, seed: int) -> None:
+    """``suite.png`` and, with digit-bag tasks, ``evidence.png``."""
+    suite_figure(records, out / "suite.png")
+    evidence_figure(records, out / "evidence.png", seed)
 
 
 def _previous(path: Path, header: dict, resume: bool) -> dict | None:
