@@ -116,7 +116,7 @@ def test_table1_experiment_runs_on_a_subset(tmp_path):
             ],
         )
     results = run(cfg, output_dir=tmp_path / "run")
-    for name in ("table1.md", "figure2a.png", "results.json", "table.md"):
+    for name in ("table1.md", "figure2a.png", "results.json", "table.md", "contour_evidence.png"):
         assert (tmp_path / "run" / name).is_file(), name
     assert [r["num_train"] for r in results["trials"]] == [40] * 6  # six methods
     table = (tmp_path / "run" / "table1.md").read_text()

@@ -38,6 +38,8 @@ class Dataset:
             ``sets.set_ids``): 1 for a witness (a vector that makes its set positive), 0
             otherwise, on generated tasks that know it (instance-level evidence is scored
             against it).
+        item_paths: optional ``N`` files the sets were read from, one per set (MPEG-7's
+            silhouettes), for figures that draw an item.
     """
 
     name: str
@@ -49,6 +51,7 @@ class Dataset:
     positions: np.ndarray | None = None
     decode_vectors: Callable[[np.ndarray], np.ndarray] | None = None
     instance_labels: np.ndarray | None = None
+    item_paths: tuple[Path, ...] = ()
 
 
 def default_data_dir() -> Path:

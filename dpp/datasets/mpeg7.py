@@ -230,4 +230,13 @@ def load_mpeg7(
         "bins": bins,
         "median_contour_points": float(np.median(lengths)),
     }
-    return Dataset("mpeg7", sets, class_names, info)
+    return Dataset("mpeg7", sets, class_names, info, item_paths=tuple(files))
+
+
+def kept_points(path: Path, keep_every: int = 10) -> np.ndarray:
+    """``[M, 2]`` (row, column) of the contour points a shape's set holds, in its rows' order.
+
+    The points :func:`contour_features` keeps (``outer_contour(...)[::keep_every]``): row ``i``
+    of the shape's set is the histogram at point ``i``.
+    """
+    return outer_contour(read_mask(Path(path)))[::keep_every]

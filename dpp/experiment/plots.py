@@ -352,3 +352,33 @@ def partition_map(
     ax.set_axis_off()
     fig.tight_layout()
     return save_figure(fig, path)
+
+
+def contour_evidence(shapes: Sequence[dict], path: Path) -> Path:
+    """Contour points of a few shapes, each coloured by its evidence for the shape's class.
+
+    Args:
+        shapes: one dict per shape: ``points`` ``[M, 2]`` (row, column), ``evidence`` ``[M]``
+            (a point's contribution to the class score, centred over the classes: red for the
+            class, blue against, each shape on its own symmetric scale, whose end the title
+            gives, since a point's share shrinks as ``1 / M``), ``title``.
+        path: the PNG to write.
+    """
+    from matplotlib.colors import TwoSlopeNorm
+
+    fig, axes = plt.subplots(1, len(shapes), figsize=(2.4 * len(shapes) + 0.4, 2.9), squeeze=False)
+    for ax, shape in zip(axes[0], shapes, strict=True):
+        rows, cols = np.asarray(shape["points"], float).T
+        evidence = np.asarray(shape["evidence"], float)
+        scale = float(np.max(np.abs(evidence))) or 1.0
+        ax.plot(np.append(cols, cols[0]), np.append(rows, rows[0]), color="0.8", lw=0.8)
+        ax.scatter(cols, rows, c=evidence, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -scale, scale),
+                   s=max(4.0, min(30.0, 1500.0 / len(rows))), edgecolors="none")  # fmt: skip
+        ax.set_title(f"{shape['title']}\ncolour scale ± {scale:.3g} logits", fontsize=7)
+        ax.set_aspect("equal"), ax.invert_yaxis(), ax.set_xticks([]), ax.set_yticks([])
+    fig.suptitle(
+        "Which contour points decided (DPP; red: evidence for the shape's class, blue: against)",
+        fontsize=8,
+    )
+    fig.tight_layout()
+    return save_figure(fig, path)

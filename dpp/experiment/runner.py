@@ -114,16 +114,58 @@ def _partition_map(out_dir, trial: Trial, dataset: Dataset):
     )
 
 
+def _contour_evidence(out_dir, trial: Trial, dataset: Dataset, shapes: int = 4):
+    """MPEG-7: the first test shape of ``shapes`` classes, each point coloured by DPP's evidence.
+
+    A point's evidence is its row of ``instance_scores`` centred over the classes, at the
+    shape's true class: its share of that class's score beyond the mean class score.
+    """
+    if "dpp" not in trial.estimators or not dataset.item_paths:
+        raise ValueError("contour_evidence needs the dpp model and a dataset of shape files")
+    from scipy.special import softmax
+
+    from dpp.datasets.mpeg7 import kept_points
+
+    labels = np.asarray(dataset.sets.labels).argmax(1)
+    test = np.asarray(trial.test_idx)
+    classes = list(dict.fromkeys(labels[test]))
+    chosen = np.array(
+        [test[labels[test] == c][0] for c in classes[:: max(len(classes) // shapes, 1)][:shapes]]
+    )
+    estimator = trial.estimators["dpp"]
+    sets = dataset.sets.subset(chosen)
+    scores = estimator.instance_scores(sets)
+    probability = softmax(np.stack([s.sum(0) for s in scores]) + estimator.intercept_, axis=1)
+    drawn = []
+    for n, index in enumerate(chosen):  # a handful of shapes to draw
+        c = labels[index]
+        evidence = scores[n][:, c] - scores[n].mean(axis=1)
+        points = kept_points(dataset.item_paths[index], int(dataset.info["keep_every"]))
+        title = f"{dataset.class_names[c]}: p = {probability[n, c]:.2f}"
+        drawn.append({"points": points, "evidence": evidence, "title": title})
+    plots.contour_evidence(drawn, out_dir / "contour_evidence.png")
+
+
 #: Figures and reports drawn from the first trial's models.
-TRIAL_FIGURES = {"figure1": _figure1, "prototypes": _prototypes, "partition_map": _partition_map}
+TRIAL_FIGURES = {
+    "figure1": _figure1,
+    "prototypes": _prototypes,
+    "partition_map": _partition_map,
+    "contour_evidence": _contour_evidence,
+}
 #: The file each trial figure writes last (written atomically: present means complete).
 TRIAL_FIGURE_FILES = {
     "figure1": "figure1.png",
     "prototypes": "prototypes.png",
     "partition_map": "partition_map.png",
+    "contour_evidence": "contour_evidence.png",
 }
 #: Methods a trial figure needs; a figure whose methods are not in the run is skipped (noted).
-TRIAL_FIGURE_NEEDS = {"figure1": ("dpp", "standard"), "prototypes": ("dpp",)}
+TRIAL_FIGURE_NEEDS = {
+    "figure1": ("dpp", "standard"),
+    "prototypes": ("dpp",),
+    "contour_evidence": ("dpp",),
+}
 RUN_FIGURES = {
     "loglik": lambda out, records, name: plots.loglik_bars(records, out / f"{name}.png"),
     "figure2a": lambda out, records, name: plots.loglik_bars(

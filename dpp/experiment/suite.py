@@ -292,13 +292,18 @@ def _example(estimator, sets, labels: np.ndarray, test: np.ndarray) -> dict:
     return out
 
 
+#: Images of a bag drawn by :func:`evidence_figure` at most.
+MAX_DRAWN = 16
+
+
 def evidence_figure(records: list[dict], path: Path, seed: int = 0) -> Path | None:
     """A positive digit bag of each digit-bag task, every image framed by its evidence (PNG).
 
     One row per method with per-vector evidence (``instance_scores``, the positive class's
     log-odds contribution; red for, blue against, scaled per row) and one for attention MIL's
-    attention weights (darker: more weight); the target digit's images are marked. ``None``
-    when no record holds an example.
+    attention weights (darker: more weight); the target digit's images are marked. A bag of
+    more than :data:`MAX_DRAWN` images shows its witnesses, then its first other images.
+    ``None`` when no record holds an example.
     """
     import matplotlib
 
@@ -308,46 +313,49 @@ def evidence_figure(records: list[dict], path: Path, seed: int = 0) -> Path | No
 
     from dpp.experiment.plots import save_figure
 
-    rows = []  # (task, label, values, example_set)
+    rows = []  # (task, label, values)
+    bags = {}  # task -> (images [m, 8, 8], witness [m], drawn [m'] positions in the bag)
     for record in records:
         if record.get("example_evidence") is None or record.get("fold") != 0:
             continue
         task, method = record["task"], record["method"]
-        rows.append(
-            (task, f"{method}: evidence", record["example_evidence"], record["example_set"])
-        )
+        if task not in bags:
+            data = TASKS[task][0](seed=1000 * seed)  # fold 0's draw (_outer_folds)
+            index = np.array([record["example_set"]])
+            member = membership_rows(np.arange(data.sets.num_memberships), data.sets, index)
+            witness = data.instance_labels[member] == 1
+            drawn = np.sort(np.argsort(~witness, kind="stable")[:MAX_DRAWN])
+            images = np.asarray(data.sets.vectors)[member].reshape(-1, 8, 8)
+            bags[task] = (images, witness, drawn)
+        rows.append((task, f"{method}: evidence", record["example_evidence"]))
         if record.get("example_attention") is not None:
-            rows.append(
-                (task, f"{method}: attention", record["example_attention"], record["example_set"])
-            )
+            rows.append((task, f"{method}: attention", record["example_attention"]))
     if not rows:
         return None
-    datasets = {
-        task: TASKS[task][0](seed=1000 * seed) for task in dict.fromkeys(r[0] for r in rows)
-    }
-    width = max(len(r[2]) for r in rows)
-    fig, axes = plt.subplots(len(rows), width, figsize=(0.7 * width + 1.5, 0.85 * len(rows) + 0.6),
-                             squeeze=False)  # fmt: skip
-    for axis_row, (task, label, values, index) in zip(axes, rows, strict=True):
-        data = datasets[task]
-        member = membership_rows(np.arange(data.sets.num_memberships), data.sets, np.array([index]))
-        images = np.asarray(data.sets.vectors)[member].reshape(-1, 8, 8)
-        witness = data.instance_labels[member] == 1
+    width = max(drawn.size for _, _, drawn in bags.values())
+    fig, axes = plt.subplots(
+        len(rows), width, figsize=(0.7 * width + 1.5, 0.85 * len(rows) + 0.6), squeeze=False
+    )
+    for axis_row, (task, label, values) in zip(axes, rows, strict=True):
+        images, witness, drawn = bags[task]
         values = np.asarray(values, float)
         attention = label.endswith("attention")
         scale = float(np.max(np.abs(values))) or 1.0
         for j, ax in enumerate(axis_row):
             ax.set_xticks([]), ax.set_yticks([])
-            if j >= len(values):
+            if j >= drawn.size:
                 ax.axis("off")
                 continue
-            colour = (colormaps["Greens"](0.25 + 0.75 * values[j] / scale) if attention
-                      else colormaps["RdBu_r"](0.5 + 0.5 * values[j] / scale))  # fmt: skip
-            ax.imshow(images[j], cmap="gray_r")
+            i = drawn[j]
+            if attention:
+                colour = colormaps["Greens"](0.25 + 0.75 * values[i] / scale)
+            else:
+                colour = colormaps["RdBu_r"](0.5 + 0.5 * values[i] / scale)
+            ax.imshow(images[i], cmap="gray_r")
             for spine in ax.spines.values():
                 spine.set_edgecolor(colour), spine.set_linewidth(4)
-            ax.set_title(f"{values[j]:+.2f}" if not attention else f"{values[j]:.2f}", fontsize=6)
-            if witness[j]:
+            ax.set_title(f"{values[i]:.2f}" if attention else f"{values[i]:+.2f}", fontsize=6)
+            if witness[i]:
                 ax.set_xlabel("target", fontsize=6, color="black")
         axis_row[0].set_ylabel(f"{task}\n{label}", fontsize=6, rotation=0, ha="right", va="center")
     fig.suptitle(
