@@ -1,43 +1,86 @@
-"""Every method on every task of the suite (dpp/experiment/suite.py).
+"""Every method on every task of the suite (dpp/experiment/suite.py), or a paired comparison.
 
-Writes suite.json, .csv, .md, .png.
+Writes suite.json, .csv, .md, .png (and evidence.png with digit-bag tasks).
 
-    python scripts/suite.py                       # all tasks, 5 outer folds -> outputs/suite/
-    python scripts/suite.py --tasks witness_d10_r10 --folds 3 --out /tmp/suite
+    python scripts/suite.py                       # the broad benchmark: every task, 3 draws x
+                                                  # 5 outer folds, every method -> outputs/suite/
+    python scripts/suite.py --quick               # 4 tasks, 1 draw x 3 folds, 4 methods
+    python scripts/suite.py --tasks witness_d10_r10 --folds 3 --draws 1 --out /tmp/suite
+    python scripts/suite.py --compare dpp dpp_mean [--out outputs/suite]   # from a finished run
 
 The same run as ``python experiments/run.py experiment=suite`` (both call
 :func:`dpp.experiment.suite.run_suite`). Files are rewritten after every fit, so a run that
-fails keeps every fit it finished; ``--resume`` continues it, keeping the outer folds that every
-method finished.
+fails keeps every fit it finished; ``--resume`` continues it, keeping the (draw, fold) units
+that every method finished. ``--compare A B`` prints A - B over the paired (task, draw, fold)
+units of the run in ``--out`` (mean ± s.e., wins/ties/losses, Wilcoxon p), overall and per
+task family, for accuracy and the test log-likelihood.
 """
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
 
 from dpp.errors import ConfigError
-from dpp.experiment.suite import METHODS, TASKS, run_suite
+from dpp.experiment.suite import (
+    METHODS,
+    QUICK_METHODS,
+    QUICK_TASKS,
+    TASKS,
+    compare_table,
+    run_suite,
+)
 
 
-def main() -> None:
+def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", default=list(TASKS), choices=list(TASKS))
-    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--tasks", nargs="+", default=None, choices=list(TASKS))
+    parser.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
+    parser.add_argument("--folds", type=int, default=None, help="5 (--quick: 3)")
+    parser.add_argument("--draws", type=int, default=None, help="3 (--quick: 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("outputs/suite"))
     parser.add_argument("--resume", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument("--quick", action="store_true", help="the 15-minute subset")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A - B from a finished run")
+    args = parser.parse_args(argv)
+    if args.compare:
+        return compare(args.out, *args.compare)
+    quick = args.quick
+    tasks = args.tasks or list(QUICK_TASKS if quick else TASKS)
+    methods = args.methods or list(QUICK_METHODS if quick else METHODS)
+    folds = args.folds or (3 if quick else 5)
+    draws = args.draws or (1 if quick else 3)
     t0 = time.perf_counter()
     try:
-        run_suite(args.out, args.tasks, args.folds, args.seed, args.methods, args.resume)
+        run_suite(args.out, tasks, folds, args.seed, methods, args.resume, draws=draws)
     except ConfigError as err:  # a refused folder or a bad name: one line, nothing written
         print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        return 2
     print((args.out / "suite.md").read_text())
     print(f"{time.perf_counter() - t0:.0f} s; files in {args.out}")
+    return 0
+
+
+def compare(out: Path, a: str, b: str) -> int:
+    """Prints ``a - b`` from the suite run in ``out``; 2 with a message when it cannot."""
+    path = out / "suite.json"
+    if not path.is_file():
+        print(f"error: no suite run at {path} (run the suite, or pass --out)", file=sys.stderr)
+        return 2
+    records = json.loads(path.read_text())["records"]
+    present = {r["method"] for r in records}
+    missing = [m for m in (a, b) if m not in present]
+    if missing:
+        print(
+            f"error: {path} has no records of {missing}; it has {sorted(present)}", file=sys.stderr
+        )
+        return 2
+    for metric in ("accuracy", "test_log_likelihood"):
+        print(compare_table(records, a, b, metric))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -298,3 +298,37 @@ def test_a_suite_run_on_digit_bags_reports_instance_evidence_and_draws_a_bag(tmp
     )
     assert "Which vectors decided" in (tmp_path / "suite.md").read_text()
     assert (tmp_path / "evidence.png").stat().st_size > 10_000
+
+
+def test_paired_differences_pair_units_and_test_them_by_family():
+    from scipy.stats import wilcoxon
+
+    from dpp.experiment.suite import compare_table, paired_differences
+
+    rng = np.random.default_rng(5)
+    records, diffs = [], {}
+    for task in ("witness_d10_r10", "witness_d50_r05", "proportion_d10_c3"):
+        for draw in range(2):
+            for fold in range(3):
+                base = rng.uniform(0.5, 0.9)
+                gain = 0.0 if (draw, fold) == (1, 2) else rng.normal(0.02, 0.03)
+                diffs[task, draw, fold] = gain
+                for method, value in (("b", base), ("a", base + gain)):
+                    records.append(
+                        {"task": task, "draw": draw, "fold": fold, "method": method,
+                         "accuracy": value}  # fmt: skip
+                    )
+    records.append({"task": "witness_d10_r10", "draw": 5, "fold": 0, "method": "a", "accuracy": 1})
+    d = paired_differences(records, "a", "b")
+    every = np.array(list(diffs.values()))
+    assert d["units"] == 18  # the unpaired record is left out
+    np.testing.assert_allclose(d["mean"], every.mean(), atol=1e-12)
+    np.testing.assert_allclose(d["se"], every.std(ddof=1) / np.sqrt(18), atol=1e-12)
+    assert (d["wins"], d["ties"], d["losses"]) == ((every > 0).sum(), 3, (every < 0).sum())
+    np.testing.assert_allclose(d["p"], wilcoxon(every).pvalue)
+    witness = np.array([v for (t, _, _), v in diffs.items() if t.startswith("witness")])
+    assert d["families"]["witness"]["units"] == 12
+    np.testing.assert_allclose(d["families"]["witness"]["mean"], witness.mean(), atol=1e-12)
+    assert set(d["families"]) == {"witness", "proportion"}
+    table = compare_table(records, "a", "b")
+    assert f"| all (18) | {100 * every.mean():+.2f} ± " in table and "| proportion (6) |" in table

@@ -345,7 +345,7 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     from dpp.experiment.runner import run
 
     small = ["suite.tasks=[witness_d10_r10]", "suite.methods=[pooling,bag_of_words]"]
-    cfg = _compose(["experiment=suite", "suite.folds=2", *small])
+    cfg = _compose(["experiment=suite", "suite.folds=2", "suite.draws=1", *small])
     results = run(cfg, tmp_path)
     records = results["records"]
     assert results["status"] == "complete" and results["folds"] == 2

@@ -14,7 +14,8 @@ Three kinds of task, all generated or shipped with scikit-learn (nothing is down
   its 4 x 4 patches (stride 2, 16-D; blank patches dropped), 10 classes.
 * **digit bags** (:func:`make_digit_bags`): the "MNIST-bags" protocol of Ilse, Tomczak &
   Welling (ICML 2018) on scikit-learn's 8 x 8 digits: a bag of digit images (64-D each) is
-  positive iff it holds the target digit; training and test bags draw on disjoint images.
+  positive iff it holds the target digit (classes balanced); training and test bags draw on
+  disjoint images.
 
 Each returns a :class:`~dpp.datasets.base.Dataset`; ``scripts/suite.py`` runs every method on
 all of them (:mod:`dpp.experiment.suite`).
@@ -181,16 +182,19 @@ def make_digit_bags(
     target: int = 9,
     seed: int = 0,
 ) -> Dataset:
-    """Bags of digit images, positive iff they hold the target digit (Ilse et al. 2018).
+    """Bags of digit images, positive iff they hold the target digit (after Ilse et al. 2018).
 
     The "MNIST-bags" protocol of *Attention-based deep multiple instance learning* (ICML 2018,
     section 5.2) on scikit-learn's 8 x 8 digits (1,797 images, 64-D, intensities 0-16): a bag's
     size is drawn from a normal of mean ``mean_size`` and s.d. ``sd_size`` (rounded, at least
-    1), its images uniformly from the pool, and it is positive iff it holds at least one image
-    of ``target``; every vector keeps its instance label (1 for an image of ``target``). The
-    images are split in half once (stratified, by ``seed``): training bags draw on one half,
-    test bags on the other, so no test image was seen in training. As in the paper, the share
-    of positive bags follows from the draw (about ``1 - 0.9^M``: 0.65 at ``M = 10``).
+    1) and it is positive iff it holds an image of ``target``; every vector keeps its instance
+    label (1 for an image of ``target``). One change: the classes alternate (balanced), since
+    with uniform draws the share of positive bags grows with the bag size (``1 - 0.9^M``: 0.65
+    at ``M = 10``, 0.995 at 50, where predicting "positive" is right 99 % of the time). A
+    negative bag draws its images from the other digits; a positive bag draws from all of them
+    and, if it drew no target, one of its images (at random) is replaced by a target image. The
+    images are split in half once (by ``seed``): training bags draw on one half, test bags on
+    the other, so no test image was seen in training.
 
     Args:
         num_bags: training bags (the first ``num_bags`` sets).
@@ -203,7 +207,7 @@ def make_digit_bags(
     Returns:
         A :class:`~dpp.datasets.base.Dataset` named ``digit_bags`` (classes ``negative``,
         ``positive``) with ``instance_labels``; ``info`` holds ``train_sets`` and
-        ``test_sets`` (index arrays as lists) and the digit of every vector is not kept.
+        ``test_sets`` (index lists) and the share of target images in positive bags.
 
     Raises:
         ValueError: for out-of-range arguments.
@@ -215,27 +219,28 @@ def make_digit_bags(
     digits = load_digits()
     images, digit = digits.data.astype(np.float64), digits.target
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(digit))
-    halves = [np.sort(order[i::2]) for i in range(2)]  # each digit about half in each half
+    half = rng.permutation(len(digit)) % 2  # each image in the training (0) or test (1) half
     total = num_bags + num_test_bags
     sizes = np.maximum(np.rint(rng.normal(mean_size, sd_size, size=total)), 1).astype(np.int64)
+    classes = np.concatenate([np.arange(num_bags), np.arange(num_test_bags)]) % 2
     pool_of_bag = np.repeat([0, 1], [num_bags, num_test_bags])
-    picks = np.concatenate(
-        [
-            rng.choice(halves[h], size=m, replace=False)
-            for h, m in zip(pool_of_bag, sizes, strict=True)
-        ]
-    )  # a loop over bags only to draw them (generation, not numerics)
-    witness = digit[picks] == int(target)
-    set_ids = np.repeat(np.arange(total), sizes)
-    classes = np.zeros(total, np.int64)
-    np.maximum.at(classes, set_ids, witness.astype(np.int64))
+    is_target = digit == int(target)
+    picks = []
+    for h, m, c in zip(pool_of_bag, sizes, classes, strict=True):  # drawing bags, not numerics
+        allowed = np.flatnonzero((half == h) & (is_target | (c == 1)))
+        drawn = rng.choice(allowed, size=m, replace=m > allowed.size)
+        if c == 1 and not is_target[drawn].any():
+            drawn[rng.integers(m)] = rng.choice(np.flatnonzero((half == h) & is_target))
+        picks.append(drawn)
+    picks = np.concatenate(picks)
+    witness = is_target[picks]
+    positive_vectors = np.repeat(classes, sizes) == 1
     info = {
         "dim": 64,
         "num_vectors": int(sizes.sum()),
         "target": int(target),
         "mean_size": float(mean_size),
-        "positive_share": float(classes.mean()),
+        "witness_share": float(witness[positive_vectors].mean()),
         "train_sets": list(range(num_bags)),
         "test_sets": list(range(num_bags, total)),
     }

@@ -194,12 +194,14 @@ def _run_suite(cfg: DictConfig, out: Path) -> dict:
     In the run folder.
 
     The folder gets ``config.yaml``, the run's log, ``suite.json`` (with its status),
-    ``suite.csv``, ``suite.md`` and ``suite.png`` (:func:`dpp.experiment.suite.run_suite`).
+    ``suite.csv``, ``suite.md``, ``suite.png`` and, with digit-bag tasks, ``evidence.png``
+    (:func:`dpp.experiment.suite.run_suite`).
     SIGTERM/SIGINT end it ``interrupted`` with the finished fits kept, and ``resume=true``
     continues it.
     """
     suite = cfg.suite
-    check_suite(suite.tasks, suite.methods, suite.folds)  # before any folder is touched
+    draws = int(suite.get("draws", 1))
+    check_suite(suite.tasks, suite.methods, suite.folds, draws)  # before any folder is touched
     enable_persistent_cache(cfg.get("compilation_cache"))
 
     def accepted() -> None:  # a refused run leaves the folder as it was
@@ -216,6 +218,7 @@ def _run_suite(cfg: DictConfig, out: Path) -> dict:
             resume=bool(cfg.resume),
             log=logger.info,
             on_accepted=accepted,
+            draws=draws,
         )
     logger.info("suite table in %s", out / "suite.md")
     return results

@@ -45,30 +45,79 @@ from dpp.estimators import ESTIMATORS, DPPClassifierCV
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
 from dpp.metrics import evaluate
 
-#: Tasks by name: (loader, K of the prototype methods, what the label depends on).
-TASKS: dict[str, tuple[Callable[[], Dataset], int, str]] = {
-    "witness_d10_r10": (lambda: make_witness(dim=10, witness_rate=0.1), 8, "witness"),
-    "witness_d50_r05": (lambda: make_witness(dim=50, witness_rate=0.05, seed=1), 8, "witness"),
-    "proportion_d10_c3": (lambda: make_proportion(dim=10), 8, "proportion"),
+#: Data seeds of draw ``d`` are ``base + DRAW_STRIDE * d``: draw 0 is each task's original data.
+DRAW_STRIDE = 1000
+
+
+def _drawn(make, base: int = 0, **kwargs) -> Callable[[int], Dataset]:
+    """A task's loader: ``draw -> Dataset``, the data seed ``base + DRAW_STRIDE * draw``."""
+
+    def load(draw: int = 0) -> Dataset:
+        return make(**kwargs, seed=base + DRAW_STRIDE * int(draw))
+
+    return load
+
+
+#: Tasks by name: (loader ``draw -> Dataset``, K of the prototype methods, the task family:
+#: what the label depends on). Families group tasks for the paired comparisons
+#: (:func:`paired_differences`).
+TASKS: dict[str, tuple[Callable[[int], Dataset], int, str]] = {
+    "witness_d10_r10": (_drawn(make_witness, dim=10, witness_rate=0.1), 8, "witness"),
+    "witness_d50_r05": (_drawn(make_witness, 1, dim=50, witness_rate=0.05), 8, "witness"),
+    "proportion_d10_c3": (_drawn(make_proportion, dim=10), 8, "proportion"),
     "proportion_d30_c2": (
-        lambda: make_proportion(dim=30, num_classes=2, components=6, seed=2),
+        _drawn(make_proportion, 2, dim=30, num_classes=2, components=6),
         8,
         "proportion",
     ),
-    "digits_patches": (lambda: make_digit_patches(), 16, "image patches"),
+    "digits_patches": (_drawn(make_digit_patches), 16, "image patches"),
+    # the families over dimensions, witness rates, set sizes and class counts
+    "witness_d5_r20": (_drawn(make_witness, 3, dim=5, witness_rate=0.2), 8, "witness"),
+    "witness_d20_r01": (
+        _drawn(make_witness, 4, dim=20, witness_rate=0.01, min_size=20, max_size=80),
+        8,
+        "witness",
+    ),
+    "witness_d100_r10": (_drawn(make_witness, 5, dim=100, witness_rate=0.1), 8, "witness"),
+    "proportion_d5_c5": (
+        _drawn(make_proportion, 6, dim=5, num_classes=5, components=5, num_sets=250),
+        8,
+        "proportion",
+    ),
+    "proportion_d50_c2_small": (
+        _drawn(make_proportion, 7, dim=50, num_classes=2, min_size=3, max_size=10),
+        8,
+        "proportion",
+    ),
     # Ilse et al. 2018's MNIST-bags on 8 x 8 digits: a fixed split into training bags and test
     # bags of held-out images, so each outer fold is a new draw of images and bags
-    "digit_bags_m10_n100": (
-        lambda seed=0: make_digit_bags(num_bags=100, mean_size=10, sd_size=2, seed=seed),
+    "digit_bags_m10_n50": (
+        _drawn(make_digit_bags, 10, num_bags=50, mean_size=10, sd_size=2),
         8,
-        "witness (a target digit)",
+        "digit bags",
+    ),
+    "digit_bags_m10_n100": (
+        _drawn(make_digit_bags, num_bags=100, mean_size=10, sd_size=2),
+        8,
+        "digit bags",
+    ),
+    "digit_bags_m10_n200": (
+        _drawn(make_digit_bags, 20, num_bags=200, mean_size=10, sd_size=2),
+        8,
+        "digit bags",
     ),
     "digit_bags_m50_n50": (
-        lambda seed=0: make_digit_bags(num_bags=50, mean_size=50, sd_size=10, seed=seed),
+        _drawn(make_digit_bags, 30, num_bags=50, mean_size=50, sd_size=10),
         8,
-        "witness (a target digit)",
+        "digit bags",
     ),
 }
+#: The tasks ``experiment=suite`` ran before the broad benchmark (its default, by its config).
+CORE_TASKS = ("witness_d10_r10", "witness_d50_r05", "proportion_d10_c3", "proportion_d30_c2",
+              "digits_patches")  # fmt: skip
+#: ``scripts/suite.py --quick``: one task of each family, one draw, 3 folds, these methods.
+QUICK_TASKS = ("witness_d10_r10", "proportion_d10_c3", "digits_patches", "digit_bags_m10_n100")
+QUICK_METHODS = ("dpp", "dpp_mean", "pooling", "attention_mil")
 
 #: The ``l2`` grid of the prototype methods' selection (extended past an edge).
 L2S = (1e-3, 1e-2, 1e-1, 1.0)
@@ -158,21 +207,24 @@ def run_task(
     log=print,
     on_record: Callable[[dict], None] | None = None,
     skip: frozenset = frozenset(),
+    draws: int = 1,
 ) -> list[dict]:
-    """Every method on task ``name``, one record per (fold, method).
+    """Every method on task ``name``, one record per (draw, fold, method).
 
     Args:
         name: a key of :data:`TASKS`.
-        folds: outer folds (stratified, shuffled with ``seed``).
-        seed: seed of the folds and of every estimator.
+        folds: outer folds of each draw (stratified, shuffled with ``seed + draw``).
+        seed: seed of the folds and of every estimator (``seed + draw`` in draw ``draw``: the
+            methods' own seeds vary with the data).
         methods: names from :data:`METHODS`.
         log: called with one line per fitted method.
         on_record: called with each record the moment its fit is scored (a run keeps it on
             disk then: :class:`dpp.experiment.reporting.Recorder`).
-        skip: outer folds not to run (a resumed run's finished ones).
+        skip: ``(draw, fold)`` units not to run (a resumed run's finished ones).
+        draws: data draws (draw 0 is the task's original data).
 
     Returns:
-        Records with ``task``, ``fold``, ``method``, the metrics of
+        Records with ``task``, ``draw``, ``fold``, ``method``, the metrics of
         :func:`dpp.metrics.evaluate` on the held-out fold, ``fit_seconds`` and the selection.
 
     Raises:
@@ -180,57 +232,59 @@ def run_task(
     """
     loader, k, _ = TASKS[name]
     records = []
-    for fold, dataset, train, test in _outer_folds(loader, folds, seed):
-        if fold in skip:
+    for draw, fold, dataset, train, test in _outer_folds(loader, folds, seed, draws):
+        if (draw, fold) in skip:
             continue
         sets = dataset.sets
         labels = np.asarray(sets.labels)
         train_sets, test_sets = sets.subset(train), sets.subset(test)
         for method in methods:
-            estimator = make_method(method, k, seed)
+            estimator = make_method(method, k, seed + draw)
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)  # statuses are recorded below
                 estimator.fit(train_sets)
             seconds = time.perf_counter() - t0
             metrics = evaluate(estimator.predict_log_proba(test_sets), labels[test])
-            record = {"task": name, "fold": fold, "method": method, **metrics}
+            record = {"task": name, "draw": draw, "fold": fold, "method": method, **metrics}
             record.update(fit_seconds=seconds, **_selection(estimator))
             if dataset.instance_labels is not None:
                 witnesses = membership_rows(dataset.instance_labels, sets, test)
                 record.update(instance_metrics(estimator, test_sets, labels[test], witnesses))
-                if fold == 0 and "test_sets" in dataset.info:  # a bag to draw (evidence_figure)
+                if (draw, fold) == (0, 0) and "test_sets" in dataset.info:  # evidence_figure
                     record.update(_example(estimator, sets, labels, test))
             records.append(record)
             if on_record is not None:
                 on_record(record)
+            where = f"{name} draw {draw} fold {fold}" if draws > 1 else f"{name} fold {fold}"
             log(
-                f"{name} fold {fold} {method:<12} accuracy {100 * metrics['accuracy']:.1f}%  "
+                f"{where} {method:<12} accuracy {100 * metrics['accuracy']:.1f}%  "
                 f"log-lik {metrics['test_log_likelihood']:.3f}  {seconds:.1f} s  "
                 f"({selection_note(record)})"
             )
     return records
 
 
-def _outer_folds(loader, folds: int, seed: int):
-    """``(fold, dataset, train, test)`` of each outer fold of a task.
+def _outer_folds(loader, folds: int, seed: int, draws: int = 1):
+    """``(draw, fold, dataset, train, test)`` of each outer fold of each draw of a task.
 
-    Stratified folds of one draw of the task; a task with a fixed split (``test_sets`` in its
-    info: the digit bags, whose test bags hold held-out images) instead draws anew for every
-    fold (seed ``1000 * seed + fold``) and uses that split.
+    Stratified folds of each draw (shuffled with ``seed + draw``); a task with a fixed split
+    (``test_sets`` in its info: the digit bags, whose test bags hold held-out images) instead
+    draws anew for every fold (draw ``DRAW_STRIDE * draw + fold`` of its loader) and uses that
+    split.
     """
-    dataset = loader()
-    if "test_sets" not in dataset.info:
-        labels = np.asarray(dataset.sets.labels)
-        splitter = StratifiedKFold(folds, shuffle=True, random_state=seed)
-        for fold, (train, test) in enumerate(
-            splitter.split(np.zeros(len(labels)), labels.argmax(1))
-        ):
-            yield fold, dataset, train, test
-        return
-    for fold in range(folds):
-        drawn = loader(seed=1000 * seed + fold)
-        yield fold, drawn, np.asarray(drawn.info["train_sets"]), np.asarray(drawn.info["test_sets"])
+    for draw in range(draws):
+        dataset = loader(draw)
+        if "test_sets" in dataset.info:
+            for fold in range(folds):
+                fresh = loader(DRAW_STRIDE * draw + fold)
+                train, test = (np.asarray(fresh.info[k]) for k in ("train_sets", "test_sets"))
+                yield draw, fold, fresh, train, test
+            continue
+        labels = np.asarray(dataset.sets.labels).argmax(1)
+        splitter = StratifiedKFold(folds, shuffle=True, random_state=seed + draw)
+        for fold, (train, test) in enumerate(splitter.split(np.zeros(labels.size), labels)):
+            yield draw, fold, dataset, train, test
 
 
 def membership_rows(values: np.ndarray, sets, indices: np.ndarray) -> np.ndarray:
@@ -316,11 +370,14 @@ def evidence_figure(records: list[dict], path: Path, seed: int = 0) -> Path | No
     rows = []  # (task, label, values)
     bags = {}  # task -> (images [m, 8, 8], witness [m], drawn [m'] positions in the bag)
     for record in records:
-        if record.get("example_evidence") is None or record.get("fold") != 0:
+        if record.get("example_evidence") is None or (record.get("draw", 0), record["fold"]) != (
+            0,
+            0,
+        ):
             continue
         task, method = record["task"], record["method"]
         if task not in bags:
-            data = TASKS[task][0](seed=1000 * seed)  # fold 0's draw (_outer_folds)
+            data = TASKS[task][0](0)  # draw 0, fold 0 (_outer_folds)
             index = np.array([record["example_set"]])
             member = membership_rows(np.arange(data.sets.num_memberships), data.sets, index)
             witness = data.instance_labels[member] == 1
@@ -432,6 +489,28 @@ def summary_table(records: list[dict]) -> str:
         lines.append(f"- {task}: DPP {means[task, 'dpp']:.1f} % against {best} "
                      f"{means[task, best]:.1f} % ({diff:+.1f} points): {verdict}")  # fmt: skip
     lines += instance_table(frame, tasks, methods)
+    reference = next((m for m in ("dpp_mean", "dpp") if m in methods), None)
+    others = [m for m in methods if m != reference]
+    if reference is not None and others and len(frame[frame.method == reference]) > 1:
+        lines += [
+            "",
+            f"Paired differences against {reference}, accuracy (points): mean ± s.e. over the "
+            "(task, draw, fold) units both finished (wins/ties/losses, Wilcoxon signed-rank p); "
+            "`python scripts/suite.py --compare A B` gives any pair, per task family.",
+            "",
+            "| method | all | "
+            + " | ".join(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))
+            + " |",
+        ]
+        families = list(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))
+        lines.append("|---|---|" + "---|" * len(families))
+        for method in others:
+            d = paired_differences(records, method, reference)
+            cells = [_difference_cell(d, 100.0)] + [
+                _difference_cell(d["families"][f], 100.0) if f in d["families"] else "-"
+                for f in families
+            ]
+            lines.append(f"| {method} | " + " | ".join(cells) + " |")
     selected = frame[frame.position.notna()] if "position" in frame else frame.iloc[:0]
     positions = selected.groupby(["method", "position"]).size().to_dict()
     statuses = frame[frame.status.notna()].groupby(["method", "status"]).size().to_dict()
@@ -450,6 +529,81 @@ def summary_table(records: list[dict]) -> str:
         rounds = frame[frame.method == "dpp"].rounds.dropna().astype(int).value_counts()
         lines += ["", "DPP rounds chosen by the inner CV (fits): "
                   + ", ".join(f"{r}: {n}" for r, n in sorted(rounds.items()))]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
+def paired_differences(records: list[dict], a: str, b: str, metric: str = "accuracy") -> dict:
+    """Method ``a`` minus method ``b`` over the units (task, draw, fold) both finished.
+
+    The figure that decides defaults: a gain is a gain only where its mean difference stands
+    out of its standard error and no family of tasks loses significantly.
+
+    Args:
+        records: suite records.
+        a: a method name.
+        b: another method name.
+        metric: a record metric (``accuracy``, ``test_log_likelihood``, ...).
+
+    Returns:
+        ``{"units", "mean", "se", "wins", "ties", "losses", "p", "families"}``: the mean
+        difference and its standard error over the paired units, the counts of units where
+        ``a`` is above, level with or below ``b``, the two-sided Wilcoxon signed-rank p-value
+        (scipy; ``None`` when every difference is 0 or fewer than 2 units) and the same per
+        task family (:data:`TASKS`' third field). ``units`` 0 when no unit has both.
+    """
+    from scipy.stats import wilcoxon
+
+    frame = pd.DataFrame(records)
+    if "draw" not in frame:
+        frame["draw"] = 0
+    frame["draw"] = frame["draw"].fillna(0).astype(int)
+    keys = ["task", "draw", "fold"]
+    pairs = (
+        frame[frame.method == a][[*keys, metric]]
+        .merge(frame[frame.method == b][[*keys, metric]], on=keys, suffixes=("_a", "_b"))
+        .dropna()
+    )
+
+    def summary(part: pd.DataFrame) -> dict:
+        diff = (part[f"{metric}_a"] - part[f"{metric}_b"]).to_numpy(float)
+        n = diff.size
+        out = {"units": int(n), "mean": float(diff.mean()) if n else None}
+        out["se"] = float(diff.std(ddof=1) / np.sqrt(n)) if n > 1 else None
+        out.update(wins=int((diff > 0).sum()), ties=int((diff == 0).sum()),
+                   losses=int((diff < 0).sum()))  # fmt: skip
+        out["p"] = float(wilcoxon(diff).pvalue) if n > 1 and np.any(diff != 0) else None
+        return out
+
+    result = summary(pairs)
+    family = pairs.task.map(lambda t: TASKS[t][2] if t in TASKS else t)
+    result["families"] = {f: summary(pairs[family == f]) for f in dict.fromkeys(family)}
+    return result
+
+
+def _difference_cell(d: dict, scale: float, digits: int = 2) -> str:
+    if not d["units"]:
+        return "-"
+    se = f" ± {scale * d['se']:.{digits}f}" if d["se"] is not None else ""
+    p = f", p = {d['p']:.2g}" if d["p"] is not None else ""
+    return f"{scale * d['mean']:+.{digits}f}{se} ({d['wins']}/{d['ties']}/{d['losses']}{p})"
+
+
+def compare_table(records: list[dict], a: str, b: str, metric: str = "accuracy") -> str:
+    """Markdown: ``a - b`` over the paired units and per family (:func:`paired_differences`)."""
+    d = paired_differences(records, a, b, metric)
+    scale, unit, digits = (100.0, "points", 2) if metric == "accuracy" else (1.0, "raw units", 3)
+    if metric == "test_log_likelihood":
+        unit = "nats per set"
+    lines = [
+        f"{a} - {b}, {metric} ({unit}): mean difference ± s.e. over the paired (task, draw, fold) "
+        "units (wins/ties/losses of the first, Wilcoxon signed-rank p)",
+        "",
+        "| units | difference |",
+        "|---|---|",
+        f"| all ({d['units']}) | {_difference_cell(d, scale, digits)} |",
+    ]
+    for family, part in d["families"].items():
+        lines.append(f"| {family} ({part['units']}) | {_difference_cell(part, scale, digits)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -484,8 +638,8 @@ def instance_table(frame: pd.DataFrame, tasks: list, methods: list) -> list[str]
     return lines
 
 
-def check_suite(tasks, methods, folds: int) -> None:
-    """Refuses unknown tasks or methods and fewer than 2 folds, naming the ``suite`` key.
+def check_suite(tasks, methods, folds: int, draws: int = 1) -> None:
+    """Refuses unknown tasks or methods, fewer than 2 folds or 1 draw, naming the ``suite`` key.
 
     Raises:
         ConfigError: naming the key, the value and the choices.
@@ -496,6 +650,8 @@ def check_suite(tasks, methods, folds: int) -> None:
             raise ConfigError(f"{key}: unknown {unknown}; choose from {list(known)}")
     if int(folds) < 2:
         raise ConfigError(f"suite.folds must be >= 2, got {folds}")
+    if int(draws) < 1:
+        raise ConfigError(f"suite.draws must be >= 1, got {draws}")
 
 
 def run_suite(
@@ -507,6 +663,7 @@ def run_suite(
     resume: bool = False,
     log=print,
     on_accepted: Callable[[], None] | None = None,
+    draws: int = 1,
 ) -> dict:
     """Runs the suite into ``out``: ``suite.json``, ``suite.csv``, ``suite.md``, ``suite.png``.
 
@@ -523,13 +680,15 @@ def run_suite(
     Args:
         out: the run directory.
         tasks: names from :data:`TASKS`.
-        folds: outer folds per task.
-        seed: seed of the folds and the estimators.
+        folds: outer folds per task and draw.
+        seed: seed of the folds and the estimators (``seed + draw`` in each draw).
         methods: names from :data:`METHODS`.
         resume: continue the suite recorded in ``out``.
         log: called with one line per fitted method.
         on_accepted: called once the folder is accepted, before anything is written (the
             CLI releases its log file and writes the config then).
+        draws: data draws of every task (draw 0: each task's original data); a unit of the
+            paired comparisons is one (task, draw, fold).
 
     Returns:
         The content of ``suite.json``.
@@ -540,17 +699,19 @@ def run_suite(
             ``methods`` or by an older version.
     """
     tasks, methods = list(tasks), list(methods)
-    check_suite(tasks, methods, folds)
+    check_suite(tasks, methods, folds, draws)
     out = Path(out)
     path = out / "suite.json"
     header = {"experiment": "suite", "tasks": tasks, "folds": int(folds), "seed": int(seed)}
     header["methods"] = methods
+    header["draws"] = int(draws)
     previous = _previous(path, header, resume)
     records = [] if previous is None else _kept_records(previous, header)
-    done = {(r["task"], r["fold"]) for r in records}
-    every = {(t, f) for t in header["tasks"] for f in range(int(folds))}
+    done = {_unit(r) for r in records}
+    units = [(d, f) for d in range(int(draws)) for f in range(int(folds))]
+    every = {(t, d, f) for t in header["tasks"] for d, f in units}
     if previous is not None and previous.get("status") == "complete" and done >= every:
-        tasks_done = len({t for t, _ in done})
+        tasks_done = len({t for t, _, _ in done})
         log(f"{out} is complete ({tasks_done} tasks recorded): nothing to resume, nothing changed")
         return previous
     out.mkdir(parents=True, exist_ok=True)
@@ -570,15 +731,21 @@ def run_suite(
 
     with Recorder(out, write, records) as recorder:
         for task in header["tasks"]:
-            finished = frozenset(f for t, f in done if t == task)
-            if len(finished) == int(folds):
+            finished = frozenset((d, f) for t, d, f in done if t == task)
+            if len(finished) == int(folds) * int(draws):
                 log(f"{task}: kept from the earlier run")
                 continue
             if finished:
-                log(f"{task}: outer folds {sorted(finished)} kept from the earlier run")
-            run_task(task, folds, seed, methods, log, recorder.keep, finished)
+                log(
+                    f"{task}: outer folds (draw, fold) {sorted(finished)} kept from the earlier run"
+                )
+            run_task(task, folds, seed, methods, log, recorder.keep, finished, int(draws))
         recorder.records.sort(
-            key=lambda r: (header["tasks"].index(r["task"]), r["fold"], methods.index(r["method"]))
+            key=lambda r: (
+                header["tasks"].index(r["task"]),
+                *_unit(r)[1:],
+                methods.index(r["method"]),
+            )
         )
         return recorder.finish(then=lambda _: _figures(recorder.records, out, int(seed)))
 
@@ -608,7 +775,8 @@ def _previous(path: Path, header: dict, resume: bool) -> dict | None:
         )
     if not isinstance(previous, dict) or "records" not in previous:
         raise ConfigError(f"{path} is not a suite run this version can continue")
-    mismatch = [k for k in ("folds", "seed", "methods") if previous.get(k) != header[k]]
+    recorded = {"draws": 1, **previous}  # a run from before draws had one
+    mismatch = [k for k in ("folds", "seed", "methods", "draws") if recorded.get(k) != header[k]]
     if mismatch:
         raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
     header["tasks"] = list(dict.fromkeys([*previous["tasks"], *header["tasks"]]))
@@ -617,7 +785,12 @@ def _previous(path: Path, header: dict, resume: bool) -> dict | None:
 
 def _kept_records(previous: dict, header: dict) -> list[dict]:
     """The earlier run's records of the outer folds every method finished (all its tasks)."""
-    return finished_units(previous["records"], lambda r: (r["task"], r["fold"]), header["methods"])
+    return finished_units(previous["records"], _unit, header["methods"])
+
+
+def _unit(record: dict) -> tuple[str, int, int]:
+    """``(task, draw, fold)``: one unit of the suite (a record before draws had draw 0)."""
+    return record["task"], int(record.get("draw", 0)), int(record["fold"])
 
 
 def suite_figure(records: list[dict], path: Path) -> Path:
