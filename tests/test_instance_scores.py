@@ -315,8 +315,13 @@ def test_paired_differences_pair_units_and_test_them_by_family():
                 diffs[task, draw, fold] = gain
                 for method, value in (("b", base), ("a", base + gain)):
                     records.append(
-                        {"task": task, "draw": draw, "fold": fold, "method": method,
-                         "accuracy": value}  # fmt: skip
+                        {
+                            "task": task,
+                            "draw": draw,
+                            "fold": fold,
+                            "method": method,
+                            "accuracy": value,
+                        }  # fmt: skip
                     )
     records.append({"task": "witness_d10_r10", "draw": 5, "fold": 0, "method": "a", "accuracy": 1})
     d = paired_differences(records, "a", "b")
@@ -332,3 +337,30 @@ def test_paired_differences_pair_units_and_test_them_by_family():
     assert set(d["families"]) == {"witness", "proportion"}
     table = compare_table(records, "a", "b")
     assert f"| all (18) | {100 * every.mean():+.2f} ± " in table and "| proportion (6) |" in table
+
+
+def test_the_one_standard_error_rule_takes_the_simplest_candidate_within_reach():
+    from dpp.estimators.cv import Group, choose, fewest_rounds
+
+    mean, maximum, gem = (Group(8, p) for p in ("mean", "max", "gem"))
+    scores = {
+        (gem, 0.01): np.array([-0.30, -0.40, -0.20]),  # the best mean, -0.30, s.e. 0.0577
+        (maximum, 0.1): np.array([-0.33, -0.36, -0.30]),  # -0.33: within one s.e.
+        (mean, 0.001): np.array([-0.34, -0.35, -0.33]),  # -0.34: within, mean pooling
+        (mean, 1.0): np.array([-0.50, -0.45, -0.40]),  # -0.45: out of reach
+        (Group(16, "mean"), 1.0): np.array([-0.31, -0.31, -0.31]),  # within, but K = 16
+    }
+    assert choose(scores) == (gem, 0.01)
+    assert choose(scores, "one_se") == (mean, 0.001)
+    # among equally simple models the stronger l2, then the fewer rounds
+    scores[mean, 0.01] = np.array([-0.36, -0.34, -0.35])
+    assert choose(scores, "one_se") == (mean, 0.01)
+    # and its rounds: the fewest within one s.e. of its best round (NaN: a fold stopped)
+    per_round = np.array([[-0.60, -0.36, -0.30, -0.36], [-0.62, -0.38, -0.40, np.nan]])
+    assert fewest_rounds(per_round) == 1  # best: round 2's -0.35, s.e. 0.05; round 1's -0.37
+    per_round[:, 1] = [-0.44, -0.38]  # -0.41: out of reach, so round 2 itself
+    assert fewest_rounds(per_round) == 2
+    with pytest.raises(ValueError, match="rule must be one of best, one_se"):
+        choose(scores, "median")
+    with pytest.raises(ValueError, match="rule"):
+        dpp.DPPClassifierCV(rule="median").fit([np.ones((2, 2))] * 4, [0, 1, 0, 1])

@@ -218,9 +218,11 @@ def _leaves(network):
 def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
     """Issue 34, decision 2: folds x l2 x seeds of DPP on an embedding as one program per
     stage, member by member the fits one at a time: bit for bit with one member at a time in
-    the program (``chunk=1``, the CPU's default), and to 1e-6 in float32 (parameters and
-    held-out log-likelihoods) vectorised; ``DPPClassifierCV`` scores its embedding candidates
-    by these batched fits."""
+    the program (``chunk=1``, the CPU's default), and vectorised with the same epochs and
+    statuses and parameters and held-out log-likelihoods to 1e-3 (float32: vectorised kernels
+    round differently, by a CPU-dependent amount that 8 epochs of Adam grow; 1.9e-4 on an AMD
+    EPYC, below 1e-6 where this test was written); ``DPPClassifierCV`` scores its embedding
+    candidates by these batched fits."""
     from sklearn.base import clone
 
     from dpp.estimators.neural import fit_together
@@ -256,13 +258,13 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
             _leaves(vector.model_.network), strict=True,
         ):  # fmt: skip
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
-            np.testing.assert_allclose(np.asarray(c), np.asarray(a), rtol=0, atol=1e-6)
+            np.testing.assert_allclose(np.asarray(c), np.asarray(a), rtol=0, atol=1e-3)
         np.testing.assert_array_equal(
             np.asarray(turn.fit_report_.early_stopping.validation_history), history
         )
         np.testing.assert_allclose(
             np.asarray(vector.fit_report_.early_stopping.validation_history), history,
-            rtol=0, atol=1e-6,
+            rtol=0, atol=1e-3,
         )  # fmt: skip
         np.testing.assert_array_equal(turn.predict_proba(X_test), one.predict_proba(X_test))
     # the selection: every fold x l2 of an embedding candidate in one batch, scored as the

@@ -141,8 +141,11 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
         weights = np.ones(len(labels))
         return weighted_score(search.predict_log_proba(test), labels, weights, "log_likelihood")
 
-    assert full.best_estimator_.fit_report_.status == "saturated"
+    # run to tol the codes end (nearly) one-hot: at least 99 %, saturated, where this test was
+    # written; just below the 99 % line on an AMD EPYC (float32 fits differ from CPU to CPU)
+    assert full.best_estimator_.fit_report_.prototypes.saturated_fraction > 0.95
     assert chosen.best_estimator_.fit_report_.status != "saturated"
+    assert chosen.best_estimator_.fit_report_.prototypes.saturated_fraction < 0.5
     assert chosen.best_rounds_ < base.max_rounds
     assert score(chosen) > score(full)
 

@@ -60,6 +60,51 @@ class Group(NamedTuple):
         return (-self.n_prototypes, self.embedding is None, rank)
 
 
+#: How :class:`DPPClassifierCV` picks among its scored candidates.
+RULES = ("best", "one_se")
+
+
+def choose(scores: dict, rule: str = "best"):
+    """The chosen ``(Group, l2)`` key of ``scores`` (``key -> [folds]`` validation scores).
+
+    * ``best``: the highest mean score; ties go to the stronger ``l2``, then the simpler model
+      (:meth:`Group.simplicity`);
+    * ``one_se``: the one-standard-error rule (Hastie, Tibshirani & Friedman, *Elements of
+      Statistical Learning*, 7.10): among the candidates whose mean score is within one
+      standard error of the best's (its folds' s.d. over the square root of their number), the
+      simplest: the simplest model first (fewest prototypes, no embedding, the paper's mean
+      pooling before max before gem), then the strongest ``l2``, then the higher score. (The
+      rounds of the chosen candidate follow the same rule: :func:`fewest_rounds`.)
+
+    Raises:
+        ValueError: an unknown rule.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    mean = {key: float(np.mean(v)) for key, v in scores.items()}
+    best = max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))
+    if rule == "best":
+        return best
+    folds = np.asarray(scores[best], float)
+    se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
+    within = [c for c in mean if mean[c] >= mean[best] - se]
+    return max(within, key=lambda c: (c[0].simplicity(), c[1], mean[c]))
+
+
+def fewest_rounds(per_round: np.ndarray) -> int:
+    """The fewest rounds whose mean score is within one standard error of the best round's.
+
+    Args:
+        per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
+            where a fold stopped earlier).
+    """
+    means = np.nanmean(per_round, axis=0)
+    best = int(np.nanargmax(means))
+    folds = per_round[:, best][np.isfinite(per_round[:, best])]
+    se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
+    return int(np.flatnonzero(means >= means[best] - se)[0])
+
+
 class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     """DPP with ``l2`` (and ``n_prototypes``) chosen by cross-validation of DPP itself.
 
@@ -112,6 +157,10 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             codes saturate within a few rounds and the held-out log-likelihood falls (README,
             "A suite of set tasks"). Needs ``scoring="log_likelihood"``; ignored for the other
             estimators.
+        rule: how the candidates' scores choose one (:func:`choose`): ``best`` (the highest
+            mean validation score) or ``one_se`` (the simplest candidate within one standard
+            error of the best: mean pooling, the strongest ``l2``; and its fewest rounds within
+            one standard error of its best round, :func:`fewest_rounds`).
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
@@ -136,6 +185,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         "scoring": check.Choice(SCORINGS),
         "max_extensions": check.Int(0),
         "select_rounds": check.Bool(),
+        "rule": check.Choice(RULES),
     }
 
     def __init__(
@@ -149,6 +199,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
         select_rounds: bool = True,
+        rule: str = "best",
     ):
         _store(self, locals())
 
@@ -185,8 +236,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         for group in candidates:
             search.cross_validate(group, l2s, warm=True)
         mean = {key: float(v.mean()) for key, v in search.scores.items()}
-        # best score; ties go to the stronger l2, then the simpler model (Group.simplicity)
-        best_group = max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))[0]
+        # the best score's group (ties: the stronger l2, then the simpler model) grows its path
+        best_group = choose(search.scores)[0]
 
         def score_new(l2: float) -> float:
             # weaker than the path: continue each fold's path; stronger: a fresh fit
@@ -201,13 +252,19 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         best_key = self._set_results(search, len(folds))
         self.best_position_ = choice.position  # the best is best_group's: only its path grew
         self.l2s_added_ = list(choice.added)
-        if choice.position in EDGES:
+        if self.rule != "best":  # where the rule's choice lies among its group's values
+            self.best_position_ = _position(
+                [v for g, v in search.scores if g == best_key[0]], best_key[1]
+            )
+        elif choice.position in EDGES:
             warn_caller(edge_message(type(self).__name__, "l2", choice, self.max_extensions))
         self.prior_score_ = float(
             np.mean([_prior_score(part, held, self.scoring) for part, held in search.parts])
         )
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.best_rounds_ = search.rounds.get(best_key) if by_round else None
+        if self.best_rounds_ is not None and self.rule == "one_se":
+            self.best_rounds_ = fewest_rounds(search.per_round[best_key])
         self.best_estimator_ = clone(base).set_params(**best_key[0].params(), l2=best_key[1])
         if self.best_rounds_ is not None:
             self.best_estimator_.fit(sets, round_cap=self.best_rounds_, **search.fit_params)
@@ -282,10 +339,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         candidates = list(search.scores)
         scores = np.stack([search.scores[c] for c in candidates])
         mean = scores.mean(axis=1)
-        best = max(
-            range(len(candidates)),
-            key=lambda i: (mean[i], candidates[i][1], candidates[i][0].simplicity()),
-        )
+        best = candidates.index(choose(search.scores, self.rule))
         order = np.argsort(-mean, kind="stable")
         rank = np.empty(len(candidates), dtype=np.int64)
         rank[order] = np.arange(1, len(candidates) + 1)
@@ -394,6 +448,7 @@ class _Search:
         self.shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
         self.scores: dict[tuple[int, float], np.ndarray] = {}
         self.rounds: dict[tuple[int, float], int] = {}
+        self.per_round: dict[tuple[int, float], np.ndarray] = {}  # [folds, R] of each key
         self.seconds: dict[tuple[int, float], float] = {}
         #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_report_.status``)
         self.statuses: dict[tuple[int, float], list] = {}
@@ -457,6 +512,7 @@ class _Search:
             per_round = np.stack([v for c, v in by_fold if c == key])  # [folds, R]
             best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
             self.scores[key], self.rounds[key] = per_round[:, best], best
+            self.per_round[key] = per_round
         self._log(k, path)
 
     def _together(self, group: Group, path: list[float]) -> None:
@@ -605,3 +661,14 @@ def _prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
     """The validation score on ``held`` of :class:`ClassPriorClassifier` fitted on ``part``."""
     prior = ClassPriorClassifier(standardize=False).fit(part)
     return weighted_score(prior.predict_log_proba(held), held.labels, held.weights, scoring)
+
+
+def _position(values: list[float], chosen: float) -> str:
+    """Where ``chosen`` lies among ``values`` (``l2``: larger is stronger)."""
+    if len(set(values)) == 1:
+        return "only value"
+    if chosen == max(values):
+        return "strongest edge"
+    if chosen == min(values):
+        return "weakest edge"
+    return "interior"

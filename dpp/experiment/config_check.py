@@ -16,6 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from dpp import params
 from dpp.errors import ConfigError
 from dpp.estimators import DPPClassifier
+from dpp.estimators.cv import RULES
 from dpp.experiment.settings import VALIDATION_METRICS
 from dpp.experiment.splits import SPLIT_KINDS
 from dpp.pooling import POOLINGS
@@ -177,6 +178,8 @@ def _selection(cfg: DictConfig) -> None:
     int_at_least(cfg, "l2_selection.folds", 2)
     int_at_least(cfg, "l2_selection.max_extensions", 0)
     boolean(cfg, "l2_selection.select_rounds")
+    if _get(cfg, "l2_selection.rule") is not None:
+        choice(cfg, "l2_selection.rule", RULES)
     if _get(cfg, "l2_selection.n_prototypes_grid") is not None:
         ks = _get(cfg, "l2_selection.n_prototypes_grid")
         if not isinstance(ks, ListConfig | list) or not ks:
