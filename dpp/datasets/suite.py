@@ -227,7 +227,7 @@ def make_digit_bags(
     is_target = digit == int(target)
     picks = []
     for h, m, c in zip(pool_of_bag, sizes, classes, strict=True):  # drawing bags, not numerics
-        allowed = np.flatnonzero((half == h) & (is_target | (c == 1)))
+        allowed = np.flatnonzero((half == h) & (~is_target | (c == 1)))
         drawn = rng.choice(allowed, size=m, replace=m > allowed.size)
         if c == 1 and not is_target[drawn].any():
             drawn[rng.integers(m)] = rng.choice(np.flatnonzero((half == h) & is_target))
