@@ -548,11 +548,16 @@ def summary_table(records: list[dict]) -> str:
     lines += [
         "",
         "Accuracy (%) / test log-likelihood per set / seconds a fold (selection and refit), mean "
-        "± 2 standard errors over the outer folds. What the label depends on: " + kinds + ".",
-        "",
-        "Is DPP (`DPPClassifierCV()`'s defaults) at least as accurate as the best baseline?",
+        "± 2 standard errors over the outer folds (of every draw). What the label depends on: "
+        + kinds
+        + ".",
         "",
     ]
+    if "dpp" in methods:
+        lines += [
+            "Is DPP (`DPPClassifierCV()`'s defaults) at least as accurate as the best baseline?",
+            "",
+        ]
     for task in tasks:
         present = [b for b in BASELINES if (task, b) in means]
         if ("dpp" not in methods) or (task, "dpp") not in means or not present:
@@ -599,7 +604,7 @@ def summary_table(records: list[dict]) -> str:
         chosen = frame[frame.method == "dpp"].groupby(["task", "pooling"]).size().to_dict()
         lines += ["", "DPP's pooling chosen by the inner CV (folds): "
                   + ", ".join(f"{t} {p}: {n}" for (t, p), n in chosen.items())]  # fmt: skip
-    if "rounds" in frame and frame.rounds.notna().any():
+    if "rounds" in frame and frame[frame.method == "dpp"].rounds.notna().any():
         rounds = frame[frame.method == "dpp"].rounds.dropna().astype(int).value_counts()
         lines += ["", "DPP rounds chosen by the inner CV (fits): "
                   + ", ".join(f"{r}: {n}" for r, n in sorted(rounds.items()))]  # fmt: skip
