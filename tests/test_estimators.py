@@ -314,6 +314,7 @@ def test_sets_file_runs_end_to_end_and_its_models_predict(tmp_path):
     assert test_acc >= 0.8
 
 
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_cli_and_estimator_fit_the_same_model(tmp_path):
     run(_compose(FAST), output_dir=tmp_path)
     saved = load(tmp_path / "models" / "dpp.npz")
@@ -353,6 +354,7 @@ def test_experiment_with_dpp_cv_reports_the_choice(tmp_path):
 
 
 # ------------------------------------------------------------------ issue 20: statuses, errors
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_an_unclean_fit_is_a_fit_warning_naming_the_candidate(problem):
     X, y, _, _ = problem
     assert issubclass(FitWarning, ConvergenceWarning)

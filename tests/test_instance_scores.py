@@ -188,6 +188,7 @@ def test_the_networks_and_the_embedded_dpp_through_their_estimators(rng):
     np.testing.assert_allclose([w.sum() for w in weights], 1.0, atol=1e-5)
 
 
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_dpp_evidence_finds_the_witnesses():
     """On a witness task, the positive class's instance score ranks witnesses first."""
     data = make_witness(num_sets=160, dim=12, seed=1)
@@ -284,6 +285,7 @@ def test_the_suites_instance_metrics_read_the_witness_labels_of_the_held_out_set
     assert instance_metrics(object(), held, labels, witnesses) == {}
 
 
+@pytest.mark.extended  # a suite run (two draws of bags): the default tier keeps to 5 minutes
 def test_a_suite_run_on_digit_bags_reports_instance_evidence_and_draws_a_bag(tmp_path):
     import json
 

@@ -219,6 +219,7 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
         )
 
 
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
     """Issue 33: mean and max pooling are candidates of the same inner CV by default."""
     from dpp.estimators.cv import Group

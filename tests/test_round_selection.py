@@ -35,6 +35,7 @@ def halves():
     return train, dataclasses.replace(held, weights=jnp.asarray(weights, held.weights.dtype))
 
 
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_round_r_of_a_monitored_fit_is_the_fit_capped_at_r(halves, x64):
     """What choosing the rounds rests on: the validation history of one monitored fit gives,
     round by round, the held-out score of the fit capped at that round (the weighted score).
@@ -83,6 +84,7 @@ def test_held_out_arguments_are_refused_where_they_conflict(halves):
         DPPClassifier(n_prototypes=3, **QUICK).fit(train, validation_sets=[np.zeros((2, 4))])
 
 
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     train, _ = halves
     base = DPPClassifier(n_prototypes=3, max_rounds=4, tol=0.0, patience=5, **QUICK)

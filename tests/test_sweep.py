@@ -248,6 +248,7 @@ def test_collect_names_the_folder_it_looked_in(tmp_path):
     assert f"no Hydra jobs (*/.hydra/overrides.yaml) under {tmp_path}" in proc.stderr
 
 
+@pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_cv_score_is_the_best_mean_cv_score_of_the_primary_method(tmp_path):
     cfg = _compose(
         [*SMALL, "l2_selection.kind=dpp_cv", "l2_selection.grid=[0.01,1.0]",
