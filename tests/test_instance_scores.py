@@ -366,3 +366,28 @@ def test_the_one_standard_error_rule_takes_the_simplest_candidate_within_reach()
         choose(scores, "median")
     with pytest.raises(ValueError, match="rule"):
         dpp.DPPClassifierCV(rule="median").fit([np.ones((2, 2))] * 4, [0, 1, 0, 1])
+
+
+@pytest.mark.extended
+def test_dpp_cv_with_the_one_se_rule_refits_the_rules_choice(rng):
+    X, y = _problem(rng)
+    grid = {"l2s": (1e-2, 1.0), "cv": 3, "pooling": ("mean", "max"), "max_extensions": 0}
+    base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
+    best = dpp.DPPClassifierCV(base, **grid).fit(X, y)
+    simple = dpp.DPPClassifierCV(base, rule="one_se", **grid).fit(X, y)
+    results = simple.cv_results_
+    mean = results["mean_test_score"]
+    np.testing.assert_array_equal(mean, best.cv_results_["mean_test_score"])  # same scores
+    top = best.best_index_
+    se = results["std_test_score"][top] / np.sqrt(3 - 1)  # np.std is ddof=0
+    chosen = simple.best_index_
+    assert mean[chosen] >= mean[top] - se - 1e-12
+    rank = {"mean": 0, "max": 1}
+    for i, params in enumerate(results["params"]):  # nothing simpler is within reach
+        if mean[i] >= mean[top] - se - 1e-12 and i != chosen:
+            simpler = rank[params["pooling"]] < rank[simple.best_params_["pooling"]]
+            same = params["pooling"] == simple.best_params_["pooling"]
+            assert not simpler and not (same and params["l2"] > simple.best_params_["l2"])
+    assert simple.best_rounds_ <= results["rounds"][chosen]
+    assert simple.best_estimator_.fit_report_.rounds <= simple.best_rounds_
+    assert simple.best_position_ in ("strongest edge", "weakest edge", "interior")

@@ -94,15 +94,19 @@ def choose(scores: dict, rule: str = "best"):
 def fewest_rounds(per_round: np.ndarray) -> int:
     """The fewest rounds whose mean score is within one standard error of the best round's.
 
+    As the candidate's own best round, a round where some fold had stopped (NaN) is not
+    eligible.
+
     Args:
         per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
             where a fold stopped earlier).
     """
-    means = np.nanmean(per_round, axis=0)
+    means = np.mean(per_round, axis=0)
     best = int(np.nanargmax(means))
-    folds = per_round[:, best][np.isfinite(per_round[:, best])]
+    folds = per_round[:, best]
     se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
-    return int(np.flatnonzero(means >= means[best] - se)[0])
+    with np.errstate(invalid="ignore"):
+        return int(np.flatnonzero(means >= means[best] - se)[0])
 
 
 class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -261,10 +265,12 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.prior_score_ = float(
             np.mean([_prior_score(part, held, self.scoring) for part, held in search.parts])
         )
-        self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.best_rounds_ = search.rounds.get(best_key) if by_round else None
         if self.best_rounds_ is not None and self.rule == "one_se":
-            self.best_rounds_ = fewest_rounds(search.per_round[best_key])
+            per_round = search.per_round[best_key]
+            self.best_rounds_ = fewest_rounds(per_round)  # best_score_: that round's score
+            self.best_score_ = float(np.mean(per_round[:, self.best_rounds_]))
+        self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.best_estimator_ = clone(base).set_params(**best_key[0].params(), l2=best_key[1])
         if self.best_rounds_ is not None:
             self.best_estimator_.fit(sets, round_cap=self.best_rounds_, **search.fit_params)
