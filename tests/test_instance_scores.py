@@ -391,3 +391,17 @@ def test_dpp_cv_with_the_one_se_rule_refits_the_rules_choice(rng):
     assert simple.best_rounds_ <= results["rounds"][chosen]
     assert simple.best_estimator_.fit_report_.rounds <= simple.best_rounds_
     assert simple.best_position_ in ("strongest edge", "weakest edge", "interior")
+
+
+def test_the_contour_figure_is_skipped_with_its_reason_off_mpeg7():
+    from test_experiment import _compose
+
+    from dpp.experiment.runner import _trial_figures
+
+    cfg = _compose(["figures=[contour_evidence]"])  # the synthetic dataset: no shape files
+    names, skipped = _trial_figures(cfg, ["dpp"], quiet=True)
+    assert names == [] and skipped == {
+        "contour_evidence": "needs the mpeg7 dataset (its shape files)"
+    }
+    names, skipped = _trial_figures(cfg, ["standard"], quiet=True)
+    assert skipped == {"contour_evidence": "needs the dpp method(s), not in this run"}

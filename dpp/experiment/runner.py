@@ -330,6 +330,8 @@ def _trial_figures(
             skipped[name] = f"needs the {' and '.join(missing)} method(s), not in this run"
         elif name == "partition_map" and cfg.dataset.split.kind != "spatial_blocks":
             skipped[name] = "needs a spatial_blocks split"
+        elif name == "contour_evidence" and cfg.dataset.name != "mpeg7":
+            skipped[name] = "needs the mpeg7 dataset (its shape files)"
         else:
             names.append(name)
             continue

@@ -392,11 +392,14 @@ def instance_metrics(estimator, sets, labels: np.ndarray, witnesses: np.ndarray)
     readings = {"": [s[:, -1] - s[:, 0] for s in estimator.instance_scores(sets)]}
     if hasattr(estimator, "attention_weights"):
         readings["attention_"] = estimator.attention_weights(sets)
+    sizes = sets.set_sizes()
+    ids = np.repeat(np.arange(sizes.size), sizes)
     for prefix, per_set in readings.items():
         evidence = np.concatenate(per_set)
-        top = [int(np.argmax(e)) for e in per_set]  # one argmax per set (reporting, not numerics)
-        starts = np.cumsum(sets.set_sizes()) - sets.set_sizes()
-        hits = witnesses[starts + np.asarray(top)] == 1
+        # each set's highest-evidence vector (the first at ties, as argmax): sorted by set, then
+        # by decreasing evidence, a set's first row is its top
+        top = np.lexsort((-evidence, ids))[np.cumsum(sizes) - sizes]
+        hits = witnesses[top] == 1
         out[f"{prefix}instance_auc"] = float(roc_auc_score(witnesses, evidence))
         out[f"{prefix}top_witness"] = float(hits[positive].mean()) if positive.any() else None
     return out
@@ -424,7 +427,7 @@ def _example(estimator, sets, labels: np.ndarray, test: np.ndarray) -> dict:
 MAX_DRAWN = 16
 
 
-def evidence_figure(records: list[dict], path: Path, seed: int = 0) -> Path | None:
+def evidence_figure(records: list[dict], path: Path) -> Path | None:
     """A positive digit bag of each digit-bag task, every image framed by its evidence (PNG).
 
     One row per method with per-vector evidence (``instance_scores``, the positive class's
@@ -444,10 +447,7 @@ def evidence_figure(records: list[dict], path: Path, seed: int = 0) -> Path | No
     rows = []  # (task, label, values)
     bags = {}  # task -> (images [m, 8, 8], witness [m], drawn [m'] positions in the bag)
     for record in records:
-        if record.get("example_evidence") is None or (record.get("draw", 0), record["fold"]) != (
-            0,
-            0,
-        ):
+        if record.get("example_evidence") is None or _unit(record)[1:] != (0, 0):
             continue
         task, method = record["task"], record["method"]
         if task not in bags:
@@ -577,12 +577,10 @@ def summary_table(records: list[dict]) -> str:
             "(task, draw, fold) units both finished (wins/ties/losses, Wilcoxon signed-rank p); "
             "`python scripts/suite.py --compare A B` gives any pair, per task family.",
             "",
-            "| method | all | "
-            + " | ".join(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))
-            + " |",
         ]
         families = list(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))
-        lines.append("|---|---|" + "---|" * len(families))
+        lines += ["| method | all | " + " | ".join(families) + " |",
+                  "|---|---|" + "---|" * len(families)]  # fmt: skip
         for method in others:
             d = paired_differences(records, method, reference)
             cells = [_difference_cell(d, 100.0)] + [
@@ -826,13 +824,13 @@ def run_suite(
                 methods.index(r["method"]),
             )
         )
-        return recorder.finish(then=lambda _: _figures(recorder.records, out, int(seed)))
+        return recorder.finish(then=lambda _: _figures(recorder.records, out))
 
 
-def _figures(records: list[dict], out: Path, seed: int) -> None:
+def _figures(records: list[dict], out: Path) -> None:
     """``suite.png`` and, with digit-bag tasks, ``evidence.png``."""
     suite_figure(records, out / "suite.png")
-    evidence_figure(records, out / "evidence.png", seed)
+    evidence_figure(records, out / "evidence.png")
 
 
 def _previous(path: Path, header: dict, resume: bool) -> dict | None:
