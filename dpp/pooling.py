@@ -95,13 +95,85 @@ def _register(cls, data: list[str]) -> None:
     jax.tree_util.register_pytree_node(cls, flatten, unflatten)
 
 
+@dataclasses.dataclass(frozen=True)
+class PoolingChoice:
+    """Any of :data:`POOLINGS`, its kind as data: fits of every pooling run one program.
+
+    A fit whose pooling is a choice runs every pooling's solver in one compiled program that
+    branches on ``index`` (``jax.lax.switch``, :func:`by_kind`); the branch taken is the
+    program of that pooling alone, so the fit is the one it would be with the static pooling.
+    :class:`dpp.DPPClassifierCV` fits its pooling candidates this way.
+
+    Attributes:
+        index: ``[]`` int32, the pooling's position in :data:`POOLINGS`.
+        rho: ``[]`` float32, the generalised mean's parameter (carried unchanged by the others).
+    """
+
+    index: jax.Array
+    rho: jax.Array
+    kind: str = dataclasses.field(default="choice", init=False)
+
+    def branch(self, index: int) -> Pooling:
+        """The static pooling of ``POOLINGS[index]`` (the generalised mean with ``rho``)."""
+        return GeMPooling(self.rho) if POOLINGS[index] == "gem" else make_pooling(POOLINGS[index])
+
+    def resolved(self) -> Pooling:
+        """The static pooling this choice holds (outside ``jit``: ``index`` must be concrete)."""
+        return self.branch(int(self.index))
+
+
 _register(MeanPooling, [])
 _register(MaxPooling, [])
 _register(GeMPooling, ["rho"])
+_register(PoolingChoice, ["index", "rho"])
 
 Pooling = MeanPooling | MaxPooling | GeMPooling
 #: The paper's pooling.
 MEAN = MeanPooling()
+
+
+def as_choice(pooling: Pooling | PoolingChoice) -> PoolingChoice:
+    """``pooling`` as a :class:`PoolingChoice`.
+
+    Mean and max carry the generalised mean's starting ``rho``, which they never read.
+    """
+    if isinstance(pooling, PoolingChoice):
+        return pooling
+    rho = pooling.rho if isinstance(pooling, GeMPooling) else gem_rho(GEM_P_START)
+    return PoolingChoice(jnp.int32(POOLINGS.index(pooling.kind)), jnp.float32(rho))
+
+
+def resolved(pooling: Pooling | PoolingChoice) -> Pooling:
+    """The static pooling of ``pooling`` (itself unless it is a :class:`PoolingChoice`)."""
+    return pooling.resolved() if isinstance(pooling, PoolingChoice) else pooling
+
+
+def by_kind(run, params):
+    """``run(params)``, branching on the pooling's kind when it is a :class:`PoolingChoice`.
+
+    ``params`` is a ``NamedTuple`` with a ``pooling`` field (:class:`dpp.likelihood.Params`),
+    and ``run`` returns a ``NamedTuple`` whose ``params`` field is one (the solvers'
+    ``FitResult``). With a static pooling this is ``run(params)``. With a choice, one
+    ``jax.lax.switch`` holds ``run`` for every pooling of :data:`POOLINGS`, each with its
+    static pooling, so a program is compiled once for all of them and the branch taken computes
+    exactly what the static pooling's program computes; the result's pooling is a choice again
+    (``rho`` as learned by the generalised mean, as given for the others).
+    """
+    choice = params.pooling
+    if not isinstance(choice, PoolingChoice):
+        return run(params)
+
+    def branch(index: int):
+        def one(p):
+            result = run(p._replace(pooling=p.pooling.branch(index)))
+            fitted = result.params.pooling
+            rho = fitted.rho if isinstance(fitted, GeMPooling) else p.pooling.rho
+            pooling = PoolingChoice(p.pooling.index, jnp.asarray(rho, p.pooling.rho.dtype))
+            return result._replace(params=result.params._replace(pooling=pooling))
+
+        return one
+
+    return jax.lax.switch(choice.index, [branch(i) for i in range(len(POOLINGS))], params)
 
 
 def gem_rho(p: float) -> float:

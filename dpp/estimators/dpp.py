@@ -200,7 +200,16 @@ class DPPClassifier(PrototypeClassifier):
             verbose=bool(self.verbose),
         )
 
-    def fit(self, X, y=None, sample_weight=None, validation_sets=None, round_cap=None, layout=None):
+    def fit(
+        self,
+        X,
+        y=None,
+        sample_weight=None,
+        validation_sets=None,
+        round_cap=None,
+        layout=None,
+        any_pooling=False,
+    ):
         """Fits the model on training sets (see :meth:`PrototypeClassifier.fit`).
 
         Args:
@@ -222,6 +231,10 @@ class DPPClassifier(PrototypeClassifier):
                 that those fits run one compiled program: :class:`DPPClassifierCV` gives its
                 folds and refit one, and an experiment its trials. It changes shapes only, not
                 the fit (ignored with an ``embedding``).
+            any_pooling: compile the fit as one program for every pooling, the kind as data
+                (:class:`dpp.pooling.PoolingChoice`): what :class:`DPPClassifierCV` passes
+                when it selects among poolings. The same fit as without it, to the bit
+                (ignored with an ``embedding``).
 
         Returns:
             ``self``.
@@ -243,10 +256,17 @@ class DPPClassifier(PrototypeClassifier):
             validation_sets=validation_sets,
             round_cap=round_cap,
             layout=layout,
+            any_pooling=any_pooling,
         )
 
     def _fit_model(
-        self, sets: RaggedSets, seed: int, validation_sets=None, round_cap=None, layout=None
+        self,
+        sets: RaggedSets,
+        seed: int,
+        validation_sets=None,
+        round_cap=None,
+        layout=None,
+        any_pooling=False,
     ) -> FittedModel:
         if self.embedding is not None:
             if validation_sets is not None or round_cap is not None:
@@ -280,6 +300,7 @@ class DPPClassifier(PrototypeClassifier):
             round_cap=None if round_cap is None else int(round_cap),
             pooling=self.pooling,
             layout=layout,
+            any_pooling=bool(any_pooling),
         )
 
     # ------------------------------------------------------------------ DPP on an embedding

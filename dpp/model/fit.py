@@ -29,7 +29,7 @@ from dpp.model.fitted import (
     saturated_fraction,
 )
 from dpp.model.report import EarlyStopping, FitReport, PrototypeFacts
-from dpp.pooling import exponent, make_pooling
+from dpp.pooling import as_choice, exponent, make_pooling, resolved
 from dpp.selection import holdout_split
 from dpp.sets import Layout, RaggedSets
 from dpp.sharding import device_mesh, shard_sets
@@ -68,6 +68,7 @@ def fit_dpp(
     round_cap: int | None = None,
     pooling: str = "mean",
     layout: Layout | None = None,
+    any_pooling: bool = False,
 ) -> FittedModel:
     """Learns DPP from k-means centres: eqs. (3), (2), (16) by likelihood maximisation.
 
@@ -121,6 +122,10 @@ def fit_dpp(
             device with a full-batch solver, the held-out sets of early stopping are weights
             on the training layout (:func:`~dpp.solvers.coordinate_ascent.coordinate_ascent`),
             so the early-stopping fit and its refit are one program in any case.
+        any_pooling: the pooling's kind as data of the compiled program
+            (:class:`dpp.pooling.PoolingChoice`): fits of every pooling (on one layout) then
+            run one program, each exactly as with its own (what a selection over poolings
+            wants; one pooling alone compiles faster without it).
 
     Returns:
         The fitted model; ``history`` holds ``L`` per round; ``report`` (a
@@ -145,6 +150,8 @@ def fit_dpp(
     normalizer, train, settings, params0 = _internal_start(
         train, centres, settings, start, beta_scale, per_prototype_beta, make_pooling(pooling)
     )
+    if any_pooling:
+        params0 = params0._replace(pooling=as_choice(params0.pooling))
     t0 = time.perf_counter()
     solve = coordinate_ascent if mode == "coordinate_ascent" else fit_joint
     verbose = settings.verbose  # logged below from the history: one program for both
@@ -388,7 +395,7 @@ def finish_fit(
     Raises:
         NonFiniteResultError: for non-finite parameters (naming which).
     """
-    params = result.params
+    params = result.params._replace(pooling=resolved(result.params.pooling))
     for name, value in zip(Params._fields, params, strict=True):
         if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(value)):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")

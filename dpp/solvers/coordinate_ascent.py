@@ -43,6 +43,7 @@ from dpp.likelihood import (
     mean_log_likelihood,
     objective,
 )
+from dpp.pooling import by_kind
 from dpp.sets import RaggedSets
 from dpp.solvers.progress import log_rounds
 from dpp.solvers.prototype import (
@@ -122,7 +123,9 @@ def coordinate_ascent(
         ``validation_history`` holds the validation log-likelihood per round (NaN after the last)
         and ``best_round`` the round whose parameters are returned.
     """
-    return _ascend(params0, sets, settings, key, validation, round_cap, joint=False)
+    return by_kind(
+        lambda p: _ascend(p, sets, settings, key, validation, round_cap, joint=False), params0
+    )
 
 
 @jax.jit
@@ -153,7 +156,9 @@ def fit_joint(
     Returns:
         :class:`FitResult`; ``diagnostics.prototype_iters`` counts the joint solver's iterations.
     """
-    return _ascend(params0, sets, settings, key, validation, round_cap, joint=True)
+    return by_kind(
+        lambda p: _ascend(p, sets, settings, key, validation, round_cap, joint=True), params0
+    )
 
 
 def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
