@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
+from threadpoolctl import threadpool_limits
 
 #: k-means restarts and Lloyd iterations per restart: the one home of the defaults that every
 #: estimator's ``kmeans_n_init``/``kmeans_max_iter`` and the Hydra ``kmeans`` group take.
@@ -79,7 +80,10 @@ def init_log_beta(
     """
     if scale <= 0:
         raise ValueError("beta_scale must be positive")
-    _, dist = pairwise_distances_argmin_min(np.asarray(vectors), np.asarray(centres))
+    # one OpenMP thread: the same distances, without its threads spinning against XLA's (30 ms
+    # a call inside a fit instead of 2)
+    with threadpool_limits(1, user_api="openmp"):
+        _, dist = pairwise_distances_argmin_min(np.asarray(vectors), np.asarray(centres))
     sq = np.square(dist)
     median = np.median(sq)
     if median <= 0:  # more than half the vectors sit on a centre: fall back to the mean

@@ -42,6 +42,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("outputs/suite"))
     parser.add_argument("--resume", action="store_true")
+    parser.add_argument(
+        "--n-jobs", type=int, default=None, help="fits at once in a selection (-1: every core)"
+    )
     parser.add_argument("--quick", action="store_true", help="the 15-minute subset")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A - B from a finished run")
     args = parser.parse_args(argv)
@@ -54,7 +57,10 @@ def main(argv=None) -> int:
     draws = args.draws or (1 if quick else 3)
     t0 = time.perf_counter()
     try:
-        run_suite(args.out, tasks, folds, args.seed, methods, args.resume, draws=draws)
+        run_suite(
+            args.out, tasks, folds, args.seed, methods, args.resume, draws=draws,
+            n_jobs=args.n_jobs,
+        )  # fmt: skip
     except ConfigError as err:  # a refused folder or a bad name: one line, nothing written
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ import time
 from typing import ClassVar, NamedTuple
 
 import numpy as np
+from joblib import Parallel, delayed
 from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
@@ -165,6 +166,11 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             mean validation score) or ``one_se`` (the simplest candidate within one standard
             error of the best: mean pooling, the strongest ``l2``; and its fewest rounds within
             one standard error of its best round, :func:`fewest_rounds`).
+        n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
+            core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
+            order when it warm-starts) and run in joblib threads (the compiled programs release
+            the GIL; processes would compile every program anew): each fit, and so the
+            selection, is bit for bit the same with any ``n_jobs``.
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
@@ -191,6 +197,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         "select_rounds": check.Bool(),
         "rule": check.Choice(RULES),
     }
+    # n_jobs: checked by check_params (None or an int other than 0)
 
     def __init__(
         self,
@@ -204,6 +211,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         max_extensions: int = 3,
         select_rounds: bool = True,
         rule: str = "best",
+        n_jobs: int | None = None,
     ):
         _store(self, locals())
 
@@ -235,10 +243,9 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         sets, classes = labelled_sets(X, y, sample_weight)
         seed = 0 if base.random_state is None else int(base.random_state)
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
-        search = _Search(base, sets, folds, self.scoring, by_round)
+        search = _Search(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
-        for group in candidates:
-            search.cross_validate(group, l2s, warm=True)
+        search.cross_validate(candidates, l2s, warm=True)
         mean = {key: float(v.mean()) for key, v in search.scores.items()}
         # the best score's group (ties: the stronger l2, then the simpler model) grows its path
         best_group = choose(search.scores)[0]
@@ -246,7 +253,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         def score_new(l2: float) -> float:
             # weaker than the path: continue each fold's path; stronger: a fresh fit
             weakest = min(v for g, v in search.scores if g == best_group)
-            search.cross_validate(best_group, [l2], warm=l2 < weakest)
+            search.cross_validate([best_group], [l2], warm=l2 < weakest)
             return float(search.scores[best_group, l2].mean())
 
         path = [v for g, v in search.scores if g == best_group]
@@ -303,6 +310,14 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         for e in self.embedding or ():
             if e is not None:
                 check.Widths()("embedding", e)
+        if self.n_jobs is not None and (
+            isinstance(self.n_jobs, bool)
+            or not isinstance(self.n_jobs, int | np.integer)
+            or self.n_jobs == 0
+        ):
+            raise ValueError(
+                f"n_jobs must be None or an int other than 0 (-1: every core), got {self.n_jobs!r}"
+            )
         check.check_table(self, self._parameter_constraints)
 
     def _checked(self) -> tuple[PrototypeClassifier, list[Group], bool]:
@@ -439,8 +454,17 @@ class _Search:
         seconds: ``(K, l2) ->`` mean fit seconds per fold.
     """
 
-    def __init__(self, base, sets: RaggedSets, folds, scoring: str, by_round: bool):
-        self.base, self.scoring, self.by_round = base, scoring, by_round
+    def __init__(
+        self,
+        base,
+        sets: RaggedSets,
+        folds,
+        scoring: str,
+        by_round: bool,
+        n_jobs: int | None = None,
+        candidates: list[Group] = (),
+    ):
+        self.base, self.scoring, self.by_round, self.n_jobs = base, scoring, by_round, n_jobs
         self.sets, self.folds = sets, folds
         self.codes: dict[int, np.ndarray] = {}  # K -> [F, N, K] each fold's codes of every set
         self.centres: dict[tuple[int, int], np.ndarray] = {}  # (fold, K) -> k-means centres
@@ -460,7 +484,8 @@ class _Search:
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
         #: DPP's folds (their held-out sets after the fitted ones) and the refit padded to one
-        #: layout, so that each candidate group runs one compiled coordinate-ascent program
+        #: layout, so that each candidate group runs one compiled coordinate-ascent program;
+        #: with several poolings, the pooling is data of that program (one for all of them)
         self.fit_params = {}
         if isinstance(base, DPPClassifier):  # every fold's order: fitted sets, then held out
             sizes = sets.set_sizes()
@@ -468,58 +493,107 @@ class _Search:
                 np.concatenate([sizes[np.sort(i)], sizes[np.sort(j)]]) for i, j in folds
             ]
             self.fit_params = {"layout": Layout.covering(sizes).union(Layout.of_orders(orders))}
+            poolings = {g.pooling for g in candidates if g.embedding is None}
+            if len(poolings) > 1:
+                self.fit_params["any_pooling"] = True
 
-    def cross_validate(self, group: Group, path: list[float], warm: bool) -> None:
-        """Scores ``(group, l2)`` for each l2 of ``path`` (strongest first) in every fold.
+    def cross_validate(self, groups: list[Group], path: list[float], warm: bool) -> None:
+        """Scores ``(group, l2)`` for each group and each l2 of ``path`` (strongest first).
 
         With ``warm`` (and without ``by_round``), each fold continues its path from the weakest
         ``l2`` fitted so far. An estimator whose encoder does not depend on ``l2`` (it has
         ``fold_codes``: the standard prototype) is encoded once per fold and ``K``, and the
         Theta-steps of every fold and ``l2`` run as one program (:meth:`_theta_steps`). A
         group with an embedding stops early on its own held-out share of each fold (its rounds
-        are epochs, not chosen here).
+        are epochs, not chosen here). The other groups' fits, one per (group, fold, ``l2``)
+        with ``by_round`` and one path per (group, fold) otherwise, run ``n_jobs`` at once
+        (:meth:`_run`); the scores are recorded in the order of the sequential loop.
         """
-        k = group
-        if not self.by_round and hasattr(self.base, "fold_codes"):
-            self._theta_steps(k, path)
-            self._log(k, path)
+        units = []
+        for group in groups:
+            if not self.by_round and hasattr(self.base, "fold_codes"):
+                self._theta_steps(group, path)
+                self._log(group, path)
+            elif group.embedding is not None:
+                self._together(group, path)
+                self._log(group, path)
+            elif self.by_round:  # every candidate starts afresh from the fold's centres
+                units += [(group, f, (l2,)) for f in range(len(self.parts)) for l2 in path]
+            else:
+                units += [(group, f, tuple(path)) for f in range(len(self.parts))]
+        if not units:
             return
-        if group.embedding is not None:
-            self._together(group, path)
-            self._log(k, path)
-            return
-        by_round = self.by_round
-        by_fold = []
-        for f, (part, held) in enumerate(self.parts):
-            est = self.last.get((f, k)) if warm and not by_round else None
-            if est is None:
-                est = clone(self.base).set_params(**group.params(), warm_start=not by_round)
-                if by_round:  # every candidate starts from the fold's k-means centres
-                    est.set_params(init=self._centres(f, est))
-            for l2 in path:
-                t0 = time.perf_counter()
-                est.set_params(l2=float(l2 * self.shrink[f]))
-                if by_round:
-                    est.fit(part, validation_sets=held, **self.fit_params)
-                    by_fold.append(((k, l2), _scores_by_round(est)))
-                    self._status(k, l2, f, est.fit_report_.status)
-                else:
-                    est.fit(part, **self.fit_params)
-                    self._status(k, l2, f, est.fit_report_.status)
-                    score = weighted_score(
-                        est.predict_log_proba(held), held.labels, held.weights, self.scoring
-                    )
-                    self.scores.setdefault((k, l2), np.zeros(len(self.parts)))[f] = score
-                elapsed = (time.perf_counter() - t0) / len(self.parts)
-                self.seconds[k, l2] = self.seconds.get((k, l2), 0.0) + elapsed
-            if warm or (f, k) not in self.last:
-                self.last[f, k] = est
-        for key in dict.fromkeys(key for key, _ in by_fold):
-            per_round = np.stack([v for c, v in by_fold if c == key])  # [folds, R]
-            best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
-            self.scores[key], self.rounds[key] = per_round[:, best], best
-            self.per_round[key] = per_round
-        self._log(k, path)
+        if self.by_round:  # k-means once per fold and K, before any fit runs
+            for group, f, _ in units:
+                self._centres(f, clone(self.base).set_params(**group.params()))
+        results = self._run(units, warm)
+        by_key: dict = {}  # (group, l2) -> [fold results], in the sequential loop's order
+        for (group, f, _), (est, fits) in zip(units, results, strict=True):
+            if warm or (f, group) not in self.last:
+                self.last[f, group] = est
+            for l2, value, status, seconds in fits:
+                by_key.setdefault((group, l2), []).append((f, value))
+                self._status(group, l2, f, status)
+                self.seconds[group, l2] = self.seconds.get((group, l2), 0.0) + seconds
+        for key, folds in by_key.items():
+            if self.by_round:
+                per_round = np.stack([v for _, v in sorted(folds, key=lambda fv: fv[0])])
+                best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
+                self.scores[key], self.rounds[key] = per_round[:, best], best
+                self.per_round[key] = per_round
+            else:
+                scores = self.scores.setdefault(key, np.zeros(len(self.parts)))
+                for f, value in folds:
+                    scores[f] = value
+        for group in dict.fromkeys(g for g, _, _ in units):
+            self._log(group, path)
+
+    def _run(self, units: list, warm: bool) -> list:
+        """``[(estimator, [(l2, score, status, seconds)])]`` of :meth:`_fit_unit` per unit.
+
+        ``n_jobs`` at once in joblib threads; the first unit of each ``K`` runs alone first, so
+        that its programs are compiled once before the threads share them.
+        """
+        jobs = 1 if self.n_jobs is None else self.n_jobs
+        if jobs == 1 or len(units) < 2:
+            return [self._fit_unit(*unit, warm) for unit in units]
+        first: dict[int, int] = {}  # K -> its first unit
+        for i, unit in enumerate(units):
+            first.setdefault(unit[0].n_prototypes, i)
+        results = {i: self._fit_unit(*units[i], warm) for i in first.values()}
+        rest = [i for i in range(len(units)) if i not in results]
+        done = Parallel(n_jobs=jobs, prefer="threads")(
+            delayed(self._fit_unit)(*units[i], warm) for i in rest
+        )
+        results.update(zip(rest, done, strict=True))
+        return [results[i] for i in range(len(units))]
+
+    def _fit_unit(self, group: Group, f: int, path: tuple, warm: bool):
+        """One fold's fits of ``group`` along ``path``: ``(estimator, [(l2, value, status, s)])``.
+
+        ``value`` is the validation score per round (``by_round``) or the fold's score.
+        """
+        part, held = self.parts[f]
+        est = self.last.get((f, group)) if warm and not self.by_round else None
+        if est is None:
+            est = clone(self.base).set_params(**group.params(), warm_start=not self.by_round)
+            if self.by_round:  # every candidate starts from the fold's k-means centres
+                est.set_params(init=self._centres(f, est))
+        fits = []
+        for l2 in path:
+            t0 = time.perf_counter()
+            est.set_params(l2=float(l2 * self.shrink[f]))
+            if self.by_round:
+                est.fit(part, validation_sets=held, **self.fit_params)
+                value = _scores_by_round(est)
+            else:
+                est.fit(part, **self.fit_params)
+                value = weighted_score(
+                    est.predict_log_proba(held), held.labels, held.weights, self.scoring
+                )
+            elapsed = (time.perf_counter() - t0) / len(self.parts)
+            fits.append((l2, value, est.fit_report_.status, elapsed))
+        return est, fits
 
     def _together(self, group: Group, path: list[float]) -> None:
         """Scores ``(group, l2)`` for every ``l2`` of ``path``: DPP on an embedding.

@@ -143,6 +143,13 @@ def _run_keys(cfg: DictConfig) -> None:
     int_at_least(cfg, "trials", 1)
     boolean(cfg, "verbose")
     by_rule(cfg, "devices", _RULES["devices"])
+    n_jobs = _get(cfg, "n_jobs")
+    if n_jobs is not None and (
+        isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0
+    ):
+        raise ConfigError(
+            f"n_jobs must be null or an int other than 0 (-1: every core), got {n_jobs!r}"
+        )
     boolean(cfg, "resume")
     _method(cfg, "model")
     for name in _get(cfg, "baselines") or {}:

@@ -96,6 +96,7 @@ def _shared_l2(settings: TrialSettings, train, units, centres, seed, groups) -> 
         cv=sel["folds"],
         max_extensions=sel["max_extensions"],
         select_rounds=False,
+        n_jobs=settings.n_jobs,
     ).fit(train, groups=groups)
     info = _selection_info(search, "cv", groups, time.perf_counter() - t0)
     logger.info(
@@ -125,6 +126,7 @@ def _fit_by_cv(
         max_extensions=sel["max_extensions"],
         select_rounds=sel["select_rounds"],
         rule=sel.get("rule", "best"),
+        n_jobs=settings.n_jobs,
     ).fit(train, groups=groups)
     info = _selection_info(search, "dpp_cv", groups, time.perf_counter() - t0)
     return search.best_estimator_, info

@@ -31,7 +31,7 @@ from dpp.experiment.reporting import load_results, run_state
 
 #: Config keys whose value may change when a run is resumed (they change no result); keys under
 #: ``distributed.`` (a new launch has a new coordinator) and ``tracking.`` also may.
-RESUMABLE_KEYS = ("resume", "trials", "verbose", "compilation_cache")
+RESUMABLE_KEYS = ("resume", "trials", "verbose", "compilation_cache", "n_jobs")
 #: The file whose presence says that a folder holds an accepted run.
 RECORD = "config_resolved.yaml"
 

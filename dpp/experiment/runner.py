@@ -219,6 +219,7 @@ def _run_suite(cfg: DictConfig, out: Path) -> dict:
             log=logger.info,
             on_accepted=accepted,
             draws=draws,
+            n_jobs=cfg.get("n_jobs"),
         )
     logger.info("suite table in %s", out / "suite.md")
     return results

@@ -32,6 +32,8 @@ class TrialSettings:
         methods: unfitted estimators by method name, the primary model first.
         validation: ``metric`` (one of :data:`VALIDATION_METRICS` or ``None``) and ``fraction``
             (the held-out share of the training sets).
+        n_jobs: fits at once in a selection (``DPPClassifierCV(n_jobs)``); no result depends
+            on it.
     """
 
     seed: int
@@ -41,6 +43,7 @@ class TrialSettings:
     l2_selection: dict
     methods: dict  # name -> unfitted scikit-learn estimator
     validation: dict = dataclasses.field(default_factory=lambda: {"metric": None})
+    n_jobs: int | None = None
 
 
 def make_estimator(method_cfg: DictConfig, cfg: DictConfig):
@@ -92,4 +95,5 @@ def trial_settings(cfg: DictConfig) -> TrialSettings:
         l2_selection=OmegaConf.to_container(cfg.l2_selection, resolve=True),
         methods={name: make_estimator(m, cfg) for name, m in method_configs(cfg).items()},
         validation=OmegaConf.to_container(cfg.validation, resolve=True),
+        n_jobs=cfg.get("n_jobs"),
     )

@@ -231,15 +231,21 @@ BASELINES = (
 )  # fmt: skip
 
 
-def make_method(name: str, k: int, seed: int):
+def make_method(name: str, k: int, seed: int, n_jobs: int | None = None):
     """The unfitted estimator of ``name`` with ``K = k`` (where it has prototypes).
+
+    ``n_jobs`` goes to a selection by :class:`~dpp.DPPClassifierCV` (its fits at once; the
+    result does not depend on it).
 
     Raises:
         ValueError: a name not in :data:`METHODS`.
     """
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; choose from {list(METHODS)}")
-    return METHODS[name](k, seed)
+    estimator = METHODS[name](k, seed)
+    if isinstance(estimator, DPPClassifierCV):
+        estimator.set_params(n_jobs=n_jobs)
+    return estimator
 
 
 def _selection(estimator) -> dict:
@@ -282,6 +288,7 @@ def run_task(
     on_record: Callable[[dict], None] | None = None,
     skip: frozenset = frozenset(),
     draws: int = 1,
+    n_jobs: int | None = None,
 ) -> list[dict]:
     """Every method on task ``name``, one record per (draw, fold, method).
 
@@ -296,6 +303,8 @@ def run_task(
             disk then: :class:`dpp.experiment.reporting.Recorder`).
         skip: ``(draw, fold)`` units not to run (a resumed run's finished ones).
         draws: data draws (draw 0 is the task's original data).
+        n_jobs: fits at once in each selection (:class:`~dpp.DPPClassifierCV`); the records do
+            not depend on it.
 
     Returns:
         Records with ``task``, ``draw``, ``fold``, ``method``, the metrics of
@@ -313,7 +322,7 @@ def run_task(
         labels = np.asarray(sets.labels)
         train_sets, test_sets = sets.subset(train), sets.subset(test)
         for method in methods:
-            estimator = make_method(method, k, seed + draw)
+            estimator = make_method(method, k, seed + draw, n_jobs)
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)  # statuses are recorded below
@@ -741,6 +750,7 @@ def run_suite(
     log=print,
     on_accepted: Callable[[], None] | None = None,
     draws: int = 1,
+    n_jobs: int | None = None,
 ) -> dict:
     """Runs the suite into ``out``: ``suite.json``, ``suite.csv``, ``suite.md``, ``suite.png``.
 
@@ -766,6 +776,9 @@ def run_suite(
             CLI releases its log file and writes the config then).
         draws: data draws of every task (draw 0: each task's original data); a unit of the
             paired comparisons is one (task, draw, fold).
+        n_jobs: fits at once in each selection (``DPPClassifierCV(n_jobs)``: ``None`` or 1 one
+            at a time, -1 every core); not part of the run's identity (the records do not
+            depend on it), so a resume may change it.
 
     Returns:
         The content of ``suite.json``.
@@ -816,7 +829,7 @@ def run_suite(
                 log(
                     f"{task}: outer folds (draw, fold) {sorted(finished)} kept from the earlier run"
                 )
-            run_task(task, folds, seed, methods, log, recorder.keep, finished, int(draws))
+            run_task(task, folds, seed, methods, log, recorder.keep, finished, int(draws), n_jobs)
         recorder.records.sort(
             key=lambda r: (
                 header["tasks"].index(r["task"]),
