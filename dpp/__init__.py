@@ -26,6 +26,7 @@ from __future__ import annotations
 import importlib as _importlib
 import importlib.abc as _abc
 import importlib.util as _util
+import os as _os
 import sys as _sys
 import warnings as _warnings
 
@@ -63,6 +64,7 @@ _PUBLIC = {
     "load": "dpp.estimators.io",
     "RaggedSets": "dpp.sets",
     "one_hot": "dpp.sets",
+    "use_compilation_cache": "dpp.experiment.compilation",
 }
 
 #: Modules that moved, by their old name: importing the old name gives the new module with a
@@ -147,3 +149,8 @@ def __dir__():
 
 
 __all__ = sorted(_PUBLIC)
+
+# $DPP_COMPILATION_CACHE (a directory, or 1 for the command line's): the persistent compilation
+# cache for this process, as dpp.use_compilation_cache() turns it on
+if _os.environ.get("DPP_COMPILATION_CACHE", "").strip() not in ("", "0"):
+    _importlib.import_module("dpp.experiment.compilation").cache_from_environment()

@@ -11,6 +11,7 @@ benchmarks (``scripts/bench.py --cv``) and the run logs.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 
@@ -52,6 +53,52 @@ def enable_persistent_cache(directory: str | Path | None) -> Path | None:
     return path
 
 
+#: The environment variable that turns the persistent cache on at ``import dpp``: a directory,
+#: or ``1`` for :func:`default_compilation_cache` (``0`` or empty: off).
+CACHE_ENV = "DPP_COMPILATION_CACHE"
+
+
+def default_compilation_cache() -> Path:
+    """``<cache_dir>/jax``: the CLI's ``compilation_cache`` (``$DPP_CACHE_DIR`` or ``.cache``)."""
+    from dpp.datasets.base import default_cache_dir
+
+    return Path(default_cache_dir()) / "jax"
+
+
+def use_compilation_cache(directory: str | Path | None = None) -> Path:
+    """Turns on JAX's persistent compilation cache for this process (Python users' switch).
+
+    What the command line does for its runs (``compilation_cache``): the programs this process
+    compiles (a fit's coordinate ascent, a selection's...) are stored in ``directory`` and
+    loaded, not compiled, by every later process, so a second script's ``DPPClassifierCV()``
+    compiles no coordinate-ascent program. Call it before the first fit; setting the
+    environment variable ``DPP_COMPILATION_CACHE`` (a directory, or ``1`` for the default) does
+    the same at ``import dpp``. Deleting the directory is always safe.
+
+    Args:
+        directory: where the programs go; ``None``: :func:`default_compilation_cache`, the
+            command line's.
+
+    Returns:
+        The directory, absolute.
+    """
+    path = enable_persistent_cache(default_compilation_cache() if directory is None else directory)
+    assert path is not None  # a directory was given
+    return path
+
+
+def cache_from_environment() -> Path | None:
+    """:func:`use_compilation_cache` as ``$DPP_COMPILATION_CACHE`` asks (``import dpp`` calls it).
+
+    Returns:
+        The directory, or ``None`` when the variable is unset, empty or ``0``.
+    """
+    value = os.environ.get(CACHE_ENV, "").strip()
+    if value in ("", "0"):
+        return None
+    return use_compilation_cache(None if value == "1" else value)
+
+
 class CompileCounter:
     """Counts XLA compilations (and persistent-cache hits) while active.
 
@@ -68,6 +115,8 @@ class CompileCounter:
         cache_hits: programs loaded from the persistent compilation cache.
         names: the name of each compiled function (``jit(coordinate_ascent)``...), in order.
         durations: the seconds of each compilation, in the order of ``names``.
+        loaded: whether each of ``names`` came from the persistent cache (its hit is reported
+            inside its compilation, on the same thread).
     """
 
     def __init__(self):
@@ -76,7 +125,9 @@ class CompileCounter:
         self.cache_hits = 0
         self.names: list[str] = []
         self.durations: list[float] = []
+        self.loaded: list[bool] = []
         self._lock = threading.Lock()
+        self._hit = threading.local()  # a cache hit seen in this thread's open compilation
 
     def _on_duration(self, event: str, duration: float, fun_name: str = "?", **_) -> None:
         if event == BACKEND_COMPILE_EVENT:
@@ -85,11 +136,14 @@ class CompileCounter:
                 self.seconds += duration
                 self.names.append(str(fun_name))
                 self.durations.append(float(duration))
+                self.loaded.append(getattr(self._hit, "seen", False))
+            self._hit.seen = False
 
     def _on_event(self, event: str, **_) -> None:
         if event == CACHE_HIT_EVENT:
             with self._lock:
                 self.cache_hits += 1
+            self._hit.seen = True
 
     def __enter__(self) -> CompileCounter:
         monitoring.register_event_duration_secs_listener(self._on_duration)
@@ -110,9 +164,16 @@ class CompileCounter:
         ranked = sorted(totals.items(), key=lambda item: -item[1][0])[:count]
         return [(name, seconds, times) for name, (seconds, times) in ranked]
 
-    def programs(self, name: str) -> int:
-        """Compilations of the functions whose name contains ``name`` (``"coordinate_ascent"``)."""
-        return sum(name in compiled for compiled in self.names)
+    def programs(self, name: str, loaded: bool | None = None) -> int:
+        """Compilations of the functions whose name contains ``name`` (``"coordinate_ascent"``).
+
+        ``loaded``: ``None`` counts both, ``False`` only those XLA compiled, ``True`` only
+        those loaded from the persistent cache.
+        """
+        return sum(
+            name in compiled and (loaded is None or hit == loaded)
+            for compiled, hit in zip(self.names, self.loaded, strict=True)
+        )
 
     def summary(self) -> str:
         """One line: compilations, their seconds and the persistent-cache hits."""
