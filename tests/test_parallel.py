@@ -1,0 +1,199 @@
+"""A selection on every core, compiled once (issue 44).
+
+``DPPClassifierCV(n_jobs=...)`` runs its (candidate, fold) fits in joblib threads: every fit,
+and so every score, choice and prediction, must be the one ``n_jobs=1`` gives, to the bit. Its
+pooling candidates run one coordinate-ascent program (the pooling's kind as data,
+:class:`dpp.pooling.PoolingChoice`), each branch exactly the static pooling's fit.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from test_experiment import FAST, _compose
+
+from dpp import DPPClassifier, DPPClassifierCV
+from dpp.datasets.generated import make_generated
+from dpp.experiment.compilation import CompileCounter
+from dpp.experiment.runner import run
+from dpp.experiment.suite import run_suite
+from dpp.pooling import POOLINGS, GeMPooling, PoolingChoice, as_choice, resolved
+
+pytestmark = pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
+
+
+def _results(search: DPPClassifierCV) -> dict:
+    """``cv_results_`` without its timings (the one thing ``n_jobs`` may change)."""
+    return {k: v for k, v in search.cv_results_.items() if k != "mean_fit_time"}
+
+
+def _assert_same_results(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        left, right = a[key], b[key]
+        if isinstance(left, np.ndarray) and left.dtype != object:
+            np.testing.assert_array_equal(left, right, err_msg=key)
+        else:
+            assert list(left) == list(right), key
+
+
+@pytest.mark.parametrize("n_jobs", [0, 1.5, True, "2"])
+def test_n_jobs_is_none_or_an_int_other_than_zero(n_jobs):
+    X = [np.ones((2, 2)), np.zeros((3, 2))] * 3
+    with pytest.raises(ValueError, match="n_jobs must be None or an int other than 0"):
+        DPPClassifierCV(n_jobs=n_jobs).fit(X, [0, 1] * 3)
+
+
+def test_a_pooling_choice_holds_each_pooling_and_resolves_to_it():
+    """The choice names its pooling by position and keeps the generalised mean's rho."""
+    for i, kind in enumerate(POOLINGS):
+        choice = PoolingChoice(np.int32(i), np.float32(0.25))
+        assert resolved(choice).kind == kind and choice.branch(i).kind == kind
+        assert as_choice(resolved(choice)).index == i
+    gem = resolved(PoolingChoice(np.int32(POOLINGS.index("gem")), np.float32(0.25)))
+    assert isinstance(gem, GeMPooling) and float(gem.rho) == 0.25
+    assert float(as_choice(gem).rho) == 0.25
+
+
+@pytest.mark.extended  # four coordinate-ascent programs compiled: about 20 s cold
+def test_every_pooling_fitted_in_one_program_is_its_own_fit_to_the_bit():
+    """Mean, max and gem as data of one compiled program (what a selection over poolings
+    runs): one coordinate-ascent program for the three, each fit the static pooling's."""
+    data = make_generated(num_sets=46, dim=7, min_size=2, max_size=13, seed=3)
+    part, held = data.sets.subset(np.arange(34)), data.sets.subset(np.arange(34, 46))
+
+    def fit(pooling, **kw):
+        est = DPPClassifier(
+            n_prototypes=3, pooling=pooling, max_rounds=4, validation_fraction=0.0, random_state=0
+        )
+        return est.fit(part, validation_sets=held, **kw)
+
+    with CompileCounter() as counter:
+        chosen = [fit(p, any_pooling=True) for p in POOLINGS]
+    assert counter.programs("coordinate_ascent") <= 1, counter.names  # 0: compiled earlier
+    for pooling, a in zip(POOLINGS, chosen, strict=True):
+        b = fit(pooling)
+        assert a.model_.pooling.kind == b.model_.pooling.kind == pooling
+        for name in ("prototypes_", "beta_", "theta_"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        np.testing.assert_array_equal(a.model_.history, b.model_.history)
+        assert a.fit_report_.rounds == b.fit_report_.rounds > 0
+        assert a.fit_report_.status == b.fit_report_.status
+        early_a, early_b = a.fit_report_.early_stopping, b.fit_report_.early_stopping
+        assert early_a.validation_history == early_b.validation_history
+        np.testing.assert_array_equal(a.predict_log_proba(held), b.predict_log_proba(held))
+    gem = chosen[POOLINGS.index("gem")]
+    assert gem.fit_report_.prototypes.pooling_p not in (None, 3.0)  # p was learned
+
+
+@pytest.mark.extended  # two selections of 3 poolings x 2 K on 40 sets: about 25 s
+def test_n_jobs_changes_no_bit_of_a_selection():
+    """Every score, status, round, choice and prediction of n_jobs=2 equals n_jobs=1's, with
+    the rounds chosen (fresh fits) and along warm-started paths."""
+    data = make_generated(num_sets=40, dim=5, min_size=2, max_size=11, seed=6)
+    base = DPPClassifier(n_prototypes=3, max_rounds=3, random_state=0)
+    grid = {"l2s": (0.1, 1.0), "n_prototypes": (2, 3), "cv": 3, "max_extensions": 1}
+    for options in ({"pooling": POOLINGS}, {"pooling": ("mean",), "select_rounds": False}):
+        searches = []
+        for n_jobs in (1, 2):
+            with CompileCounter() as counter:
+                search = DPPClassifierCV(base, n_jobs=n_jobs, **grid, **options).fit(data.sets)
+            searches.append(search)
+            # one program per K whatever the poolings (0 where an earlier fit compiled it)
+            assert counter.programs("coordinate_ascent") <= 2, counter.names
+        one, two = searches
+        _assert_same_results(_results(one), _results(two))
+        assert one.best_params_ == two.best_params_ and one.best_rounds_ == two.best_rounds_
+        assert one.best_score_ == two.best_score_ and one.l2s_added_ == two.l2s_added_
+        np.testing.assert_array_equal(one.predict_proba(data.sets), two.predict_proba(data.sets))
+    assert len(set(one.cv_results_["param_n_prototypes"])) == 2  # both K were candidates
+
+
+@pytest.mark.extended  # a suite task and an experiment, each twice: about 40 s
+def test_the_suite_and_the_experiments_record_the_same_with_any_n_jobs(tmp_path):
+    """``n_jobs`` reaches the selections of the suite and of ``l2_selection.kind=dpp_cv`` and
+    changes no record (only timings)."""
+
+    def strip(value):  # timings (``*seconds``) apart
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if not k.endswith("seconds")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    suites = []
+    for n_jobs in (1, 2):
+        out = tmp_path / f"suite{n_jobs}"
+        results = run_suite(
+            out, ["proportion_d10_c3"], folds=2, methods=["dpp_mean"], log=lambda _: None,
+            n_jobs=n_jobs,
+        )  # fmt: skip
+        suites.append(strip(json.loads(json.dumps(results["records"], default=float))))
+    assert suites[0] == suites[1] and len(suites[0]) == 2
+
+    trials = []
+    overrides = [*FAST, "l2_selection.kind=dpp_cv", "l2_selection.folds=2", "figures=[]"]
+    overrides += ["l2_selection.grid=[0.01,1.0]", "~baselines.pooling", "~baselines.bag_of_words"]
+    for n_jobs in (1, 2):
+        cfg = _compose([*overrides, f"n_jobs={n_jobs}"])
+        results = run(cfg, output_dir=tmp_path / f"run{n_jobs}")
+        trials.append(strip(json.loads(json.dumps(results["trials"], default=float))))
+    differ = [k for k in trials[0][0] if trials[0][0][k] != trials[1][0].get(k)]
+    assert trials[0] == trials[1] and trials[0], differ
+
+
+_CHILD = """
+import json, sys, warnings
+import dpp, jax
+from dpp.datasets.generated import make_generated
+from dpp.experiment.compilation import CompileCounter
+warnings.simplefilter("ignore")
+sets = make_generated(num_sets=30, dim=3, min_size=2, max_size=6, seed=0).sets
+with CompileCounter() as counter:
+    dpp.DPPClassifier(n_prototypes=2, max_rounds=2, random_state=0).fit(sets)
+print(json.dumps({"dir": jax.config.jax_compilation_cache_dir,
+                  "compiled": counter.programs("coordinate_ascent", loaded=False),
+                  "loaded": counter.programs("coordinate_ascent", loaded=True)}))
+"""
+
+
+def _child(env_value: str | None) -> dict:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "DPP_COMPILATION_CACHE"}
+    if env_value is not None:
+        env["DPP_COMPILATION_CACHE"] = env_value
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, check=True, capture_output=True, text=True
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.extended  # three fresh processes, each compiling or loading a fit: about 25 s
+def test_a_second_process_loads_the_fit_from_the_cache_that_dpp_compilation_cache_names(
+    tmp_path,
+):
+    """``DPP_COMPILATION_CACHE`` turns JAX's persistent cache on at ``import dpp``: the first
+    process compiles coordinate ascent, the second loads it; unset, nothing is cached."""
+    first, second = _child(str(tmp_path)), _child(str(tmp_path))
+    assert first["dir"] == second["dir"] == str(tmp_path.resolve())
+    assert (first["compiled"], first["loaded"]) == (1, 0)
+    assert (second["compiled"], second["loaded"]) == (0, 1)
+    off = _child(None)
+    assert not off["dir"] and (off["compiled"], off["loaded"]) == (1, 0)
+
+
+def test_use_compilation_cache_defaults_to_the_command_lines_directory(monkeypatch, tmp_path):
+    """The Python switch and the CLI's ``compilation_cache`` name the same directory."""
+    from dpp.experiment import compilation
+
+    monkeypatch.setenv("DPP_CACHE_DIR", str(tmp_path))
+    assert compilation.default_compilation_cache() == tmp_path / "jax"
+    calls = []
+    monkeypatch.setattr(compilation, "enable_persistent_cache", lambda d: calls.append(d) or d)
+    for value, expected in (("", None), ("0", None), ("1", tmp_path / "jax"), ("/x/y", "/x/y")):
+        monkeypatch.setenv(compilation.CACHE_ENV, value)
+        assert compilation.cache_from_environment() == expected
+    assert calls == [tmp_path / "jax", "/x/y"]
