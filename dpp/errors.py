@@ -14,8 +14,10 @@ and one warning category, :class:`FitWarning`: a fit ended with a status that is
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import warnings
 
 from sklearn.exceptions import ConvergenceWarning
@@ -60,10 +62,49 @@ def warn_caller(message: str, category: type[Warning] = None) -> None:
         message: the warning's text.
         category: the warning class (default :class:`FitWarning`).
     """
+    location = getattr(_ATTRIBUTED, "location", None)
+    if location is not None:  # a worker thread of a call made at ``location``
+        filename, lineno, module_globals = location
+        warnings.warn_explicit(
+            message,
+            category or FitWarning,
+            filename,
+            lineno,
+            module=module_globals.get("__name__"),
+            registry=module_globals.setdefault("__warningregistry__", {}),
+            module_globals=module_globals,
+        )
+        return
     frame, level = sys._getframe(1), 2  # level 1 is this function, 2 its caller
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
         frame, level = frame.f_back, level + 1
     warnings.warn(message, category or FitWarning, stacklevel=level)
+
+
+_ATTRIBUTED = threading.local()
+
+
+def caller_location() -> tuple[str, int, dict] | None:
+    """``(filename, line, module globals)`` of the first caller outside the dpp package."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
+
+
+@contextlib.contextmanager
+def warnings_attributed_to(location: tuple[str, int, dict] | None):
+    """In this thread, :func:`warn_caller` names ``location`` (a worker's caller's line).
+
+    A worker thread's stack holds no line of the user's; the thread that started the work
+    takes :func:`caller_location` and each worker runs inside this context.
+    """
+    previous = getattr(_ATTRIBUTED, "location", None)
+    _ATTRIBUTED.location = location
+    try:
+        yield
+    finally:
+        _ATTRIBUTED.location = previous
 
 
 class RunInterrupted(BaseException):

@@ -7,6 +7,7 @@ pooling candidates run one coordinate-ascent program (the pooling's kind as data
 """
 
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from test_experiment import FAST, _compose
 
 from dpp import DPPClassifier, DPPClassifierCV
 from dpp.datasets.generated import make_generated
+from dpp.errors import FitWarning
 from dpp.experiment.compilation import CompileCounter
 from dpp.experiment.runner import run
 from dpp.experiment.suite import run_suite
@@ -96,9 +98,12 @@ def test_n_jobs_changes_no_bit_of_a_selection():
     for options in ({"pooling": POOLINGS}, {"pooling": ("mean",), "select_rounds": False}):
         searches = []
         for n_jobs in (1, 2):
-            with CompileCounter() as counter:
+            with CompileCounter() as counter, warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
                 search = DPPClassifierCV(base, n_jobs=n_jobs, **grid, **options).fit(data.sets)
             searches.append(search)
+            # a fold fit's FitWarning names this line, from a worker thread too (not joblib's)
+            assert {w.filename for w in caught if w.category is FitWarning} == {__file__}
             # one program per K whatever the poolings (0 where an earlier fit compiled it)
             assert counter.programs("coordinate_ascent") <= 2, counter.names
         one, two = searches
@@ -146,6 +151,7 @@ _CHILD = """
 import json, sys, warnings
 import dpp, jax
 from dpp.datasets.generated import make_generated
+from dpp.errors import FitWarning
 from dpp.experiment.compilation import CompileCounter
 warnings.simplefilter("ignore")
 sets = make_generated(num_sets=30, dim=3, min_size=2, max_size=6, seed=0).sets

@@ -13,7 +13,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
-from dpp.errors import NonFiniteResultError, warn_caller
+from dpp.errors import (
+    NonFiniteResultError,
+    caller_location,
+    warn_caller,
+    warnings_attributed_to,
+)
 from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_sets
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
@@ -562,9 +567,13 @@ class _Search:
             first.setdefault(unit[0].n_prototypes, i)
         results = {i: self._fit_unit(*units[i], warm) for i in first.values()}
         rest = [i for i in range(len(units)) if i not in results]
-        done = Parallel(n_jobs=jobs, prefer="threads")(
-            delayed(self._fit_unit)(*units[i], warm) for i in rest
-        )
+        caller = caller_location()  # a fit's FitWarning names the user's line, not joblib's
+
+        def fit_unit(unit):
+            with warnings_attributed_to(caller):
+                return self._fit_unit(*unit, warm)
+
+        done = Parallel(n_jobs=jobs, prefer="threads")(delayed(fit_unit)(units[i]) for i in rest)
         results.update(zip(rest, done, strict=True))
         return [results[i] for i in range(len(units))]
 
