@@ -14,6 +14,13 @@ Format (version :data:`FORMAT_VERSION`): a NumPy ``.npz`` archive, read with
   standardises or projects;
 * ``param_init`` ``[K, D']`` when ``init`` was an array.
 
+The header's ``digests`` gives each array's SHA-256 (of its dtype, shape and bytes,
+:func:`digest`), so an array that was altered, or swapped with another of the same shape, is
+refused by name. What the format cannot detect: a file written before the digests (no
+``digests`` key; it loads unchecked, as before) or with them removed, and a file rewritten
+with digests recomputed, since a digest is a checksum and not a signature: it catches damage
+and mix-ups, not forgery. ``tests/test_model_files.py`` tests both statements.
+
 A file from a newer format version, or one that is not a dpp model or is damaged, is refused
 with a message that says which.
 
@@ -24,6 +31,7 @@ format, its version, the header's JSON, float and finite arrays that the header 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from importlib.metadata import PackageNotFoundError, version
@@ -59,6 +67,7 @@ def write(path, header: dict, arrays: dict[str, np.ndarray]) -> Path:
         "dpp_version": _dpp_version(),
         **header,
         "arrays": sorted(arrays),
+        "digests": {name: digest(np.asarray(value)) for name, value in sorted(arrays.items())},
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -98,12 +107,30 @@ def read(path) -> tuple[dict, dict[str, np.ndarray]]:
     extra = sorted(set(arrays) - set(listed))
     if extra:
         raise bad(path, "arrays", f"{sorted(listed)} do not match the file's {sorted(arrays)}")
+    digests = header.get("digests")
+    if digests is not None:  # files written before the digests have none
+        if not isinstance(digests, dict) or set(digests) != set(arrays):
+            raise bad(path, "digests", f"must give the digest of each of {sorted(arrays)}")
+        for name, value in arrays.items():
+            if digests[name] != digest(value):
+                raise bad(
+                    path,
+                    f"array {name}",
+                    "does not match its digest: the array was altered or swapped with another",
+                )
     for name, value in arrays.items():
         if value.dtype.kind != "f":
             raise bad(path, f"array {name}", f"must hold floats, got dtype {value.dtype}")
         if not np.all(np.isfinite(value)):
             raise bad(path, f"array {name}", "holds NaN or infinite values")
     return header, arrays
+
+
+def digest(array: np.ndarray) -> str:
+    """The hex SHA-256 of an array's dtype, shape and C-order bytes (the header's ``digests``)."""
+    h = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
+    h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()
 
 
 def is_int(value) -> bool:

@@ -5,6 +5,7 @@ and array swaps never raise anything but ``ModelFileError``, and a file that loa
 finite probabilities.
 """
 
+import functools
 import io
 import json
 import zipfile
@@ -13,28 +14,56 @@ import numpy as np
 import pytest
 
 import dpp
+from dpp import model_file
 from dpp.errors import ModelFileError
 
 # one K = 3 soft encoder with standardisation and PCA, one hard encoder with string classes
 _RNG = np.random.default_rng(7)
 X = [_RNG.normal(size=(_RNG.integers(2, 8), 4)) + (i % 3) for i in range(36)]
 Y = np.asarray(["a", "b", "c"])[np.arange(36) % 3]
+_RNG_PROBE = np.random.default_rng(8)
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     folder = tmp_path_factory.mktemp("models")
-    dpp_model = dpp.DPPClassifier(
-        n_prototypes=3, standardize=True, pca_components=3, max_rounds=2, per_prototype_beta=True
-    ).fit(X, np.arange(36) % 3)
-    fitted = {
-        "dpp": dpp_model,
+    fitted = _fitted()
+    assert set(fitted) == set(dpp.estimators.ESTIMATORS)  # every kind that writes a file
+    return {name: est.save(folder / f"{name}.npz").read_bytes() for name, est in fitted.items()}
+
+
+@functools.cache
+def _fitted() -> dict:
+    """One small fitted estimator of every kind in the registry (read-only: shared)."""
+    net = {"max_epochs": 3, "embedding": (8,), "random_state": 0}
+    return {
+        "dpp": dpp.DPPClassifier(
+            n_prototypes=3, standardize=True, pca_components=3, max_rounds=2,
+            per_prototype_beta=True,
+        ).fit(X, np.arange(36) % 3),
         "standard": dpp.StandardPrototypeClassifier(n_prototypes=4).fit(X, Y),
+        "infoloss": dpp.InfoLossClassifier(n_prototypes=3, max_rounds=2).fit(X, Y),
+        "class_prior": dpp.ClassPriorClassifier().fit(X, Y),
         "pooling": dpp.PoolingClassifier(Cs=[1.0], max_extensions=0).fit(X, Y),
         "bag_of_words": dpp.BagOfWordsClassifier(n_prototypes=4, Cs=[1.0], max_extensions=0)
         .fit(X, np.arange(36) % 3),
+        "attention_mil": dpp.AttentionMILClassifier(gated=True, attention_size=4, **net).fit(X, Y),
+        "deep_sets": dpp.DeepSetsClassifier(**net).fit(X, np.arange(36) % 3),
     }  # fmt: skip
-    return {name: est.save(folder / f"{name}.npz").read_bytes() for name, est in fitted.items()}
+
+
+@pytest.mark.parametrize("kind", sorted(dpp.estimators.ESTIMATORS))
+def test_every_kind_predicts_the_same_to_the_bit_after_a_round_trip(files, tmp_path, kind):
+    """Issue 46: a saved and loaded model predicts exactly what the fitted one does (a load
+    that swapped two arrays of the same shape, or rounded one, would not)."""
+    path = tmp_path / f"{kind}.npz"
+    path.write_bytes(files[kind])
+    original, loaded = _fitted()[kind], dpp.load(path)
+    assert type(loaded) is type(original)
+    np.testing.assert_array_equal(loaded.classes_, original.classes_)
+    probe = [*X[:5], _RNG_PROBE.normal(size=(3, 4)) * 3.0]  # seen sets and a new one
+    np.testing.assert_array_equal(loaded.predict_proba(probe), original.predict_proba(probe))
+    assert loaded.fit_report_.to_dict() == original.fit_report_.to_dict()
 
 
 def _members(data: bytes) -> dict:
@@ -42,10 +71,16 @@ def _members(data: bytes) -> dict:
         return {name: npz[name] for name in npz.files}
 
 
-def _rewrite(path, members: dict, header=None) -> None:
+def _rewrite(path, members: dict, header=None, digests: bool = True) -> None:
+    """Writes ``members`` (with ``header``); ``digests``: recomputed for the arrays as they now
+    are (a rewrite the digests cannot tell from a save, so the checks behind them are tested),
+    else the header's as they were."""
     members = dict(members)
-    if header is not None:
-        members["header"] = np.asarray(json.dumps(header))
+    header = _header(members) if header is None else header
+    if digests and "digests" in header:
+        arrays = {k: v for k, v in members.items() if k != "header"}
+        header = {**header, "digests": {k: model_file.digest(v) for k, v in arrays.items()}}
+    members["header"] = np.asarray(json.dumps(header))
     with open(path, "wb") as f:
         np.savez(f, **members)
 
@@ -191,18 +226,33 @@ def _fuzzed(rng, name: str, data: bytes, kind: str):
             node.pop(key, None)
         else:
             node[key] = _VALUES[int(rng.integers(len(_VALUES)))]
-    else:  # "arrays": swap two, drop one, or change a dtype or shape
+    else:  # "arrays": swap two (of the same shape where there are), drop one, change a
+        # dtype or a shape, or move one value by one float step
         names = sorted(members.keys() - {"header"})
-        a, b = rng.choice(names, size=2, replace=False)
-        action = rng.integers(4)
+        shapes = {}
+        for n in names:
+            shapes.setdefault(members[n].shape, []).append(n)
+        pairs = [group for group in shapes.values() if len(group) > 1]
+        action = rng.integers(5)
         if action == 0:
+            group = pairs[int(rng.integers(len(pairs)))] if pairs else names
+            a, b = rng.choice(group, size=2, replace=False)
             members[a], members[b] = members[b], members[a]
-        elif action == 1:
-            del members[a]
-        elif action == 2:
-            members[a] = members[a].astype(np.int32)
         else:
-            members[a] = np.zeros(members[a].shape + (2,))
+            a = str(rng.choice(names))
+            if action == 1:
+                del members[a]
+            elif action == 2:
+                members[a] = members[a].astype(np.int32)
+            elif action == 3:
+                members[a] = np.zeros(members[a].shape + (2,))
+            else:
+                moved = members[a].copy().reshape(-1)
+                if moved.size:
+                    moved[0] = np.nextafter(moved[0], np.inf)
+                    members[a] = moved.reshape(members[a].shape)
+                else:  # an empty array: a value added
+                    members[a] = np.zeros(1)
     buffer = io.BytesIO()
     np.savez(buffer, **{k: v for k, v in members.items() if k != "header"},
              header=np.asarray(json.dumps(header)))  # fmt: skip
@@ -211,10 +261,14 @@ def _fuzzed(rng, name: str, data: bytes, kind: str):
 
 @pytest.mark.parametrize("kind", ["truncate", "flip", "header", "arrays"])
 def test_fuzzed_model_files_load_whole_or_raise_model_file_error(files, tmp_path, kind):
+    """Every kind of model file, damaged: ``ModelFileError`` or finite predictions; an array
+    damaged in any way (swapped with one of its shape, or one value moved by one float step)
+    is always refused."""
     rng = np.random.default_rng(["truncate", "flip", "header", "arrays"].index(kind))
+    kinds = sorted(files)
     refused = 0
-    for i in range(60):
-        name = ("dpp", "standard", "pooling", "bag_of_words")[i % 4]
+    for i in range(64):
+        name = kinds[i % len(kinds)]
         path = tmp_path / f"{kind}{i}.npz"
         path.write_bytes(_fuzzed(rng, name, files[name], kind))
         try:
@@ -224,7 +278,29 @@ def test_fuzzed_model_files_load_whole_or_raise_model_file_error(files, tmp_path
         except Exception as err:  # anything but ModelFileError breaks the contract
             pytest.fail(f"{kind} #{i} ({name}) raised {type(err).__name__}: {err}")
         refused += not _loaded(path)
-    assert refused >= 20  # the fuzzing damages most files (it is not a no-op)
+    assert refused == 64 if kind == "arrays" else refused >= 20  # the fuzzing is not a no-op
+
+
+def test_what_the_digests_cannot_detect_is_what_the_format_says(files, tmp_path):
+    """``dpp.model_file``'s statement: mu and theta of the same shape swapped are refused by
+    their digests; with the digests removed (a file from before them) or recomputed (a
+    deliberate rewrite) the same swap loads, and predicts something else."""
+    members = _members(files["standard"])
+    assert members["mu"].shape != members["theta"].shape  # so: a DPP file where they match
+    members = _members(files["dpp"])
+    header = _header(members)
+    members["mu"], members["theta"] = members["theta"], members["mu"]
+    assert members["mu"].shape == members["theta"].shape == (3, 3)
+    path = tmp_path / "swapped.npz"
+    _rewrite(path, members, digests=False)
+    with pytest.raises(ModelFileError, match="array (mu|theta) does not match its digest"):
+        dpp.load(path)
+    original = _fitted()["dpp"].predict_proba(X[:6])
+    _rewrite(path, members, {k: v for k, v in header.items() if k != "digests"})
+    swapped = dpp.load(path).predict_proba(X[:6])
+    _rewrite(path, members, header, digests=True)
+    np.testing.assert_array_equal(dpp.load(path).predict_proba(X[:6]), swapped)
+    assert not np.allclose(swapped, original)
 
 
 def _loaded(path) -> bool:
