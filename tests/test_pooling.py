@@ -408,3 +408,70 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     with pytest.raises(ConfigError, match="suite.tasks: unknown \\['nope'\\]"):
         run(_compose(["experiment=suite", "suite.tasks=[nope]"]), tmp_path / "never")
     assert not (tmp_path / "never").exists()
+
+
+# ------------------------------------------------------------------ every candidate's score
+def _folds_of(n: int, folds: int = 3) -> list:
+    """Explicit ``(train, validation)`` folds of ``n`` sets (every third set held out)."""
+    idx = np.arange(n)
+    return [(idx[idx % folds != f], idx[idx % folds == f]) for f in range(folds)]
+
+
+@pytest.mark.extended  # 18 candidate-fold fits and 18 alone, 8 programs: about 40 s
+@pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
+def test_every_pooling_and_k_candidates_fold_score_is_its_fit_alone():
+    """Issue 46: each (pooling, K) candidate's score on each fold is, to the bit, the score of
+    that candidate fitted alone on the fold's training part (the same K-means start, its own
+    static program) and scored on its held-out part at the chosen round. If every candidate
+    were scored as mean pooling, or every K given the first K's start, this would fail."""
+    from dpp.estimators.base import labelled_sets
+    from dpp.estimators.cv import _scores_by_round
+
+    X, y = _sets(np.random.default_rng(21), 45, dim=3, shift=1.5)
+    sets, _ = labelled_sets(X, y)
+    folds = _folds_of(45)
+    base = DPPClassifier(max_rounds=3, random_state=0, validation_fraction=0.0)
+    search = DPPClassifierCV(
+        base, l2s=[0.1], n_prototypes=[2, 4], pooling=["mean", "max", "gem"], cv=folds,
+        max_extensions=0,
+    ).fit(X, y)  # fmt: skip
+    results = search.cv_results_
+    assert len(results["params"]) == 6
+    scores = {}
+    for c, params in enumerate(results["params"]):
+        for f, (fit_idx, val_idx) in enumerate(folds):
+            part, held = sets.subset(fit_idx), sets.subset(val_idx)
+            alone = clone(base).set_params(**{**params, "l2": 0.1 * len(fit_idx) / 45})
+            alone.fit(part, validation_sets=held)
+            expected = _scores_by_round(alone)[results["rounds"][c]]
+            assert results[f"split{f}_test_score"][c] == expected, (params, f)
+            scores[params["pooling"], params["n_prototypes"], f] = expected
+    # the candidates differ, so a mix-up could not pass by a tie
+    assert len({round(v, 9) for v in scores.values()}) == len(scores)
+
+
+@pytest.mark.extended  # 8 s
+@pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
+def test_every_k_candidate_of_the_standard_prototype_scores_its_own_codes():
+    """The standard prototype's folds are encoded once per K (a cache): each K candidate's fold
+    score equals that K's fit alone on the fold, within the Theta-step's tolerance."""
+    from dpp.estimators.base import labelled_sets
+
+    X, y = _sets(np.random.default_rng(22), 45, dim=3, shift=1.5)
+    sets, _ = labelled_sets(X, y)
+    folds = _folds_of(45)
+    base = StandardPrototypeClassifier(random_state=0)
+    search = DPPClassifierCV(
+        base, l2s=[0.1, 1.0], n_prototypes=[2, 5], cv=folds, max_extensions=0, select_rounds=False
+    ).fit(X, y)
+    results = search.cv_results_
+    assert sorted({p["n_prototypes"] for p in results["params"]}) == [2, 5]
+    for c, params in enumerate(results["params"]):
+        for f, (fit_idx, val_idx) in enumerate(folds):
+            part, held = sets.subset(fit_idx), sets.subset(val_idx)
+            alone = clone(base).set_params(**{**params, "l2": params["l2"] * len(fit_idx) / 45})
+            alone.fit(part)
+            expected = weighted_score(
+                alone.predict_log_proba(held), held.labels, held.weights, "log_likelihood"
+            )
+            assert results[f"split{f}_test_score"][c] == pytest.approx(expected, rel=1e-4)
