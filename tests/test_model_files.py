@@ -317,3 +317,21 @@ def test_the_intact_files_load(files, tmp_path):
         path.write_bytes(data)
         assert _loaded(path)
         assert zipfile.is_zipfile(path)
+
+
+@pytest.mark.parametrize("kind", sorted(dpp.estimators.ESTIMATORS))
+def test_every_kind_refuses_bad_sets_at_predict_time(files, kind):
+    """Issue 46: a fitted estimator of every kind names what is wrong with the sets it is
+    asked to predict, rather than predicting from them."""
+    estimator = _fitted()[kind]
+    good = X[:3]
+    for bad, message in (
+        ([np.zeros((0, 4)), *good], "empty"),
+        ([np.full((3, 4), np.nan), *good], "NaN"),
+        ([np.zeros((3, 5)), np.zeros((2, 5))], "D = 5 features per vector but .* D = 4"),
+        ([np.zeros((3, 4)), np.zeros((2, 5))], "mismatched dimensions"),
+        ([], "no sets"),
+    ):
+        for method in ("predict", "predict_proba", "predict_log_proba"):
+            with pytest.raises(ValueError, match=message):
+                getattr(estimator, method)(bad)
