@@ -84,8 +84,8 @@ def test_the_networks_log_likelihood_is_their_papers_formula(name):
 def _kinds(centres) -> dict:
     """Every kind of the registry, set up so that a fit depends on the data alone (given
     centres where k-means would sample, one batch per epoch and no dropout for the networks)."""
-    net = {"embedding": (6,), "max_epochs": 40, "learning_rate": 1e-2, "dropout": 0.0, "batch_size": 256,
-           "validation_fraction": 0.0, "random_state": 0}  # fmt: skip
+    net = {"embedding": (6,), "max_epochs": 40, "learning_rate": 1e-2, "dropout": 0.0,
+           "batch_size": 256, "validation_fraction": 0.0, "random_state": 0}  # fmt: skip
     return {
         # DPP at its Theta-step: a (mu, beta)-step on the non-convex L ends apart from
         # float-different sums (L -20.45 against -20.50 after one round here); the soft-label,

@@ -139,3 +139,57 @@ def test_adam_settings_need_capacity(small_problem):
         dataclasses.replace(AdamSettings(batch_size=4), capacity=batch_capacity(train, 4)).capacity
         >= 4
     )
+
+
+@pytest.mark.extended  # 6 s
+def test_L_recomputed_after_every_round_is_the_history_and_never_falls():
+    """Issue 46: not only the first and last values. The fit stopped after each round (one
+    program, the round cap traced) gives parameters whose L, recomputed from them, is the
+    history's value at that round; and those values never fall."""
+    from dpp.datasets.generated import make_generated
+
+    train = make_generated(num_sets=40, dim=4, min_size=2, max_size=10, seed=0).sets
+    centres = kmeans_centres(np.asarray(train.vectors), 3, seed=0)
+    settings = FitSettings(
+        l2=1e-2,
+        max_rounds=4,
+        tol=0.0,
+        prototype_solver=LBFGSSettings(max_iter=5),  # short steps: every round moves
+        theta_solver=LBFGSSettings(max_iter=100),
+    )
+    full = fit_dpp(train, centres, settings, jax.random.key(0))
+    assert full.report.rounds == 4
+    recomputed = []
+    for r in range(5):
+        model = fit_dpp(train, centres, settings, jax.random.key(0), round_cap=r)
+        internal = model.internal_sets(train)
+        recomputed.append(float(objective(model.params, internal, 1e-2, settings.prior)))
+        np.testing.assert_allclose(model.history, full.history[: r + 1], rtol=1e-6)
+    np.testing.assert_allclose(recomputed, full.history, rtol=1e-5)
+    assert np.all(np.diff(recomputed) >= -1e-5 * np.abs(recomputed[:-1]))
+    assert np.all(np.diff(recomputed) > 0)  # every round moved L here: the test is not vacuous
+
+
+def test_the_accept_rule_keeps_the_current_point_against_a_worse_or_nan_candidate(small_problem):
+    """A step is kept only if it raises a finite L: a worse candidate, a NaN one and an equal
+    one leave the parameters and the value as they were; a better one is taken."""
+    from dpp.solvers.prototype import _accept
+
+    train, centres = small_problem
+    settings = FitSettings(l2=1e-2)
+    log_beta = init_log_beta(np.asarray(train.vectors), centres)
+    current = Params(jnp.asarray(centres, jnp.float32), log_beta, jnp.zeros((3, 2)))
+    value = objective(current, train, settings.l2, settings.prior)
+    theta = jnp.asarray(np.random.default_rng(0).normal(size=(3, 2)) * 20.0, jnp.float32)
+    worse = current._replace(theta=theta)
+    worse_value = objective(worse, train, settings.l2, settings.prior)
+    nan = current._replace(mu=current.mu.at[0, 0].set(jnp.nan))
+    assert float(worse_value) < float(value)
+    for candidate in (worse, nan, current):
+        params, kept, accepted = _accept(candidate, current, value, train, settings)
+        assert not bool(accepted) and float(kept) == float(value)
+        for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(current), strict=True):
+            np.testing.assert_array_equal(a, b)
+    params, kept, accepted = _accept(current, worse, worse_value, train, settings)
+    assert bool(accepted) and float(kept) == float(value)
+    np.testing.assert_array_equal(params.theta, current.theta)
