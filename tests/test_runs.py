@@ -180,6 +180,19 @@ def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     assert kept == [r for r in results["trials"] if r["trial"] in results["resumed_trials"]]
 
 
+@pytest.mark.extended  # three synthetic trials, then one more: about 15 s
+def test_a_resume_keeps_every_finished_trial_and_runs_only_the_rest(tmp_path):
+    """Issue 46: the resume test above accepts any subset of the finished trials; here every
+    finished trial must be kept, unchanged, and only the new one fitted."""
+    first = run(_compose(FAST + ["trials=2", "figures=[]"]), output_dir=tmp_path)
+    assert first["status"] == "complete" and {r["trial"] for r in first["trials"]} == {0, 1}
+    resumed = run(_compose(FAST + ["trials=3", "figures=[]", "resume=true"]), output_dir=tmp_path)
+    assert resumed["status"] == "complete"
+    assert resumed["resumed_trials"] == [0, 1]
+    assert [r for r in resumed["trials"] if r["trial"] < 2] == first["trials"]
+    assert sorted({r["trial"] for r in resumed["trials"]}) == [0, 1, 2]
+
+
 @pytest.mark.extended  # one of the longest end-to-end runs
 def test_sigkill_is_recognised_from_the_files(tmp_path):
     out = tmp_path / "run"
