@@ -335,3 +335,23 @@ def test_every_kind_refuses_bad_sets_at_predict_time(files, kind):
         for method in ("predict", "predict_proba", "predict_log_proba"):
             with pytest.raises(ValueError, match=message):
                 getattr(estimator, method)(bad)
+
+
+def test_a_selection_saves_its_refitted_estimator_and_returns_the_path(tmp_path):
+    """``DPPClassifierCV.save`` returned ``None`` and was untested: it writes the refitted
+    estimator, which loads as that estimator and predicts what the selection does."""
+    from sklearn.exceptions import NotFittedError
+
+    search = dpp.DPPClassifierCV(
+        dpp.StandardPrototypeClassifier(n_prototypes=3), l2s=[0.1, 1.0], cv=3, max_extensions=0
+    )
+    with pytest.raises(NotFittedError):
+        search.save(tmp_path / "unfitted.npz")
+    search.fit(X, Y)
+    path = search.save(tmp_path / "search.npz")
+    assert path == tmp_path / "search.npz" and path.is_file()
+    loaded = dpp.load(path)
+    assert type(loaded) is dpp.StandardPrototypeClassifier
+    assert loaded.l2 == search.best_params_["l2"]
+    np.testing.assert_array_equal(loaded.predict_proba(X), search.predict_proba(X))
+    np.testing.assert_array_equal(loaded.classes_, search.classes_)

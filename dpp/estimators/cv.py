@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import ClassVar, NamedTuple
 
 import numpy as np
@@ -444,9 +445,16 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         """Accuracy of the refitted estimator (see :meth:`PrototypeClassifier.score`)."""
         return self._best().score(X, y, sample_weight)
 
-    def save(self, path) -> None:
-        """Writes ``best_estimator_`` (:func:`dpp.persist.save`); it loads as that estimator."""
-        self._best().save(path)
+    def save(self, path) -> Path:
+        """Writes ``best_estimator_`` to a model file; :func:`dpp.load` reads it as that estimator.
+
+        Returns:
+            The path written (as :meth:`PrototypeClassifier.save`).
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+        """
+        return self._best().save(path)
 
 
 class _Search:
