@@ -274,7 +274,8 @@ def test_a_selection_and_its_refit_run_one_coordinate_ascent_program(caplog):
         DPPClassifierCV(base, l2s=(0.1, 1.0), pooling=("mean",), cv=3, max_extensions=0).fit(
             data.sets
         )
-    assert counter.programs("coordinate_ascent") == 1, counter.names
+    # one program, not two (0 where an earlier test in this worker compiled the same shapes)
+    assert counter.programs("coordinate_ascent") <= 1, counter.names
     quiet = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0).fit(data.sets)
     with CompileCounter() as counter, caplog.at_level(logging.INFO, "dpp.solvers"):
         fitted = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0, verbose=True)
@@ -294,4 +295,5 @@ def test_early_stopping_and_its_refit_run_one_coordinate_ascent_program():
     with CompileCounter() as counter:
         est.fit(data.sets)
     assert est.fit_report_.early_stopping.source == "validation_fraction"
-    assert counter.programs("coordinate_ascent") == 1, counter.names
+    # one program, not two (0 where an earlier test in this worker compiled the same shapes)
+    assert counter.programs("coordinate_ascent") <= 1, counter.names
