@@ -224,7 +224,11 @@ def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
     )  # fmt: skip
     search.fit(X, y)
     scores = search.cv_results_["mean_test_score"]
-    assert scores.shape == (2,) and np.all(scores < 0)  # mean validation log-likelihood
+    splits = np.stack([search.cv_results_[f"split{f}_test_score"] for f in range(2)], axis=1)
+    np.testing.assert_allclose(scores, splits.mean(axis=1), rtol=1e-12)
+    # mean validation log-likelihood per set: the best beats the class prior's by a margin
+    assert search.prior_score_ == pytest.approx(np.log(0.5), rel=0.05)
+    assert scores.max() > search.prior_score_ + 0.1 and search.beats_prior_
     best = int(np.argmax(scores))
     assert search.best_params_ == search.cv_results_["params"][best]
     assert search.best_estimator_.l2 == search.best_params_["l2"]

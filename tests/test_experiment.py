@@ -148,11 +148,23 @@ def test_run_writes_results_table_and_figures(tmp_path):
     # issue 36: every method's model is saved, the pooled baselines' too
     for method in methods:
         assert dpp.load(tmp_path / "models" / f"{method}.npz").predict_proba(X_FEW).shape[1] == 2
+    # each record's test figures are those of its saved model on trial 0's test sets
+    from dpp.datasets.synthetic import make_synthetic
+    from dpp.experiment.splits import split_indices
+    from dpp.metrics import evaluate
+
+    data = make_synthetic(num_sets=40, min_size=1, max_size=20, seed=0)
+    labels = np.asarray(data.sets.labels)
+    _, test_idx = split_indices(labels, "stratified", seed=0, train_fraction=0.2)
+    test = data.sets.subset(test_idx)
     for record in on_disk["trials"]:
-        assert 0.0 <= record["accuracy"] <= 1.0
-        assert record["test_log_likelihood"] < 0
-        assert record["fit_seconds"] > 0
         assert record["num_train"] == 8 and record["num_test"] == 32
+        model = dpp.load(tmp_path / "models" / f"{record['method']}.npz")
+        metrics = evaluate(model.predict_log_proba(test), labels[test_idx])
+        assert record["accuracy"] == pytest.approx(metrics["accuracy"], abs=1e-12)
+        assert record["test_log_likelihood"] == pytest.approx(
+            metrics["test_log_likelihood"], rel=1e-6
+        )
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == sorted(
         f"{m}.npz" for m in methods
     )  # the first trial's models
