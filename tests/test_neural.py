@@ -5,6 +5,7 @@ defaults.
 """
 
 import dataclasses
+import json
 
 import equinox as eqx
 import jax
@@ -14,6 +15,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import dpp
+from dpp import model_file
 from dpp.baselines import neural
 from dpp.errors import FitWarning, ModelFileError
 from dpp.sets import RaggedSets
@@ -131,6 +133,13 @@ def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, t
     with np.load(tmp_path / "attention.npz") as data:
         members = {k: data[k] for k in data.files}
     members["net_000"] = np.zeros((3, 3))
+    np.savez(tmp_path / "bad.npz", **members)
+    with pytest.raises(ModelFileError, match="array net_000 does not match its digest"):
+        dpp.load(tmp_path / "bad.npz")
+    # rewritten with its digests recomputed, the shape check behind them names the problem
+    header = json.loads(str(members["header"]))
+    header["digests"]["net_000"] = model_file.digest(members["net_000"])
+    members["header"] = np.asarray(json.dumps(header))
     np.savez(tmp_path / "bad.npz", **members)
     with pytest.raises(ModelFileError, match=r"array net_000 has shape \(3, 3\); the network"):
         dpp.load(tmp_path / "bad.npz")
