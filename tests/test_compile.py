@@ -199,6 +199,7 @@ def test_a_covering_layout_gives_any_order_of_any_subset_its_blocks(rng, low, hi
     assert len(shapes) == 1
 
 
+@pytest.mark.extended  # 8-10 s: the default tier keeps to its 5 minutes
 def test_raising_the_blocks_changes_no_bit_of_a_fit():
     """A floor of padding blocks (the bound of Layout.covering) leaves every bit of a fit as
     it is: the Table 1 refits of an experiment stay what they were."""

@@ -159,6 +159,7 @@ def test_grid_search_over_l2_and_n_prototypes_on_a_list_of_sets(problem):
     assert scores.shape == (2,) and np.all(scores > 0.6)
 
 
+@pytest.mark.extended  # 8-10 s: the default tier keeps to its 5 minutes
 def test_pipeline_downstream_logistic_regression_on_transform(problem):
     X, y, X_test, y_test = problem
     pipe = Pipeline(
