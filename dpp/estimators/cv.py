@@ -203,7 +203,6 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         "select_rounds": check.Bool(),
         "rule": check.Choice(RULES),
     }
-    # n_jobs: checked by check_params (None or an int other than 0)
 
     def __init__(
         self,
