@@ -289,6 +289,13 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
                 one.predict_log_proba(held), held.labels, held.weights, "log_likelihood"
             )
             assert search.cv_results_[f"split{f}_test_score"][j] == score
+    # issue 45: the chosen candidate is refitted as it was scored, stopping early on its own
+    # held-out share (it was refitted with validation_fraction=0, all max_rounds epochs)
+    best = search.best_estimator_
+    assert best.validation_fraction == 0.2
+    assert best.fit_report_.early_stopping.source == "validation_fraction"
+    alone = clone(base).set_params(l2=search.best_params_["l2"], validation_fraction=0.2)
+    np.testing.assert_array_equal(best.predict_proba(X_test), alone.fit(sets).predict_proba(X_test))
     # the neural baselines batch the same way: seeds of attention MIL, each its fit alone
     small = {**SMALL, "max_epochs": 5, "patience": 2}
     seeds = [dpp.AttentionMILClassifier(**small, random_state=s) for s in (0, 1)]

@@ -284,6 +284,9 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.best_score_ = float(np.mean(per_round[:, self.best_rounds_]))
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.best_estimator_ = clone(base).set_params(**best_key[0].params(), l2=best_key[1])
+        if best_key[0].embedding is not None:  # refitted as it was scored: stopping early on
+            # its own held-out share (with rounds chosen, base holds validation_fraction=0)
+            self.best_estimator_.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
         if self.best_rounds_ is not None:
             self.best_estimator_.fit(sets, round_cap=self.best_rounds_, **search.fit_params)
         else:
