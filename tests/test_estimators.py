@@ -16,6 +16,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
 from test_experiment import FAST, _compose
 
+import dpp
 from dpp.datasets.sets_file import load_sets_file
 from dpp.datasets.synthetic import make_synthetic
 from dpp.errors import ConfigError, DataError, FitWarning
@@ -439,3 +440,23 @@ def test_dpp_classifier_cv_takes_a_splitter_or_index_pairs_as_grid_search_does(p
         with pytest.raises(ValueError, match="cv|folds") as raised:
             DPPClassifierCV(base, cv=cv, **grid).fit(X, y)
         assert raised.value.args, name
+
+
+@pytest.mark.parametrize(
+    "estimator, message",
+    [
+        (dpp.PoolingClassifier(), "PoolingClassifier chooses its C by its own cross-validation"),
+        (dpp.BagOfWordsClassifier(), "BagOfWordsClassifier chooses its C"),
+        (dpp.AttentionMILClassifier(), "choose AttentionMILClassifier's learning_rate and"),
+        (dpp.DeepSetsClassifier(), "choose DeepSetsClassifier's learning_rate"),
+        (LogisticRegression(), "tunes the prototype estimators .*; got LogisticRegression"),
+    ],
+)
+def test_dpp_classifier_cv_refuses_what_it_cannot_tune_naming_what_does(
+    problem, estimator, message
+):
+    """Issue 45: DPPClassifierCV(PoolingClassifier()) failed with AttributeError 'n_prototypes'
+    although the docs said it wraps the baselines."""
+    X, y, _, _ = problem
+    with pytest.raises(TypeError, match=message):
+        DPPClassifierCV(estimator).fit(X, y)

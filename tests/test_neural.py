@@ -314,3 +314,23 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
 def _capped(train_settings, changes):
     """``DPPClassifier._train_settings`` with fewer epochs (the embedded fit's are fixed)."""
     return lambda self: dataclasses.replace(train_settings(self), **changes)
+
+
+def test_a_validation_value_that_is_not_finite_is_a_failed_fit_naming_the_epoch():
+    """Issue 45: a network whose held-out log-likelihood became NaN stopped on patience (NaN
+    never improves) and reported ``early_stopped``; it is ``failed``, and says at which epoch."""
+    from dpp.estimators.neural import _status
+    from dpp.model import STATUSES, EarlyStopping
+
+    settings = neural.TrainSettings(max_epochs=20, patience=2)
+    history = (-0.69, -0.61, -0.58, float("nan"), float("nan"))
+    early = EarlyStopping("validation_fraction", best=2, monitored=4,
+                          validation_history=history, unit="epoch")  # fmt: skip
+    status, reason = _status(early, None, settings)
+    assert status == "failed" and status in STATUSES
+    assert "not finite at epoch 3 of 4" in reason and "refitted for 2 epochs" in reason
+    # a JSON round trip keeps NaN as null; it is still not finite
+    restored = dataclasses.replace(early, validation_history=(*history[:3], None, None))
+    assert _status(restored, None, settings)[0] == "failed"
+    finite = dataclasses.replace(early, validation_history=history[:3] + (-0.6, -0.62))
+    assert _status(finite, None, settings)[0] == "early_stopped"

@@ -67,6 +67,21 @@ class Group(NamedTuple):
         return (-self.n_prototypes, self.embedding is None, rank)
 
 
+#: Why :class:`DPPClassifierCV` refuses an estimator, and what tunes it instead.
+_NOT_TUNED = {
+    name: "DPPClassifierCV tunes the prototype estimators' l2, K and pooling; {name} chooses its "
+    "C by its own cross-validation (its Cs and cv parameters): fit it directly"
+    for name in ("PoolingClassifier", "BagOfWordsClassifier")
+} | {
+    name: "DPPClassifierCV tunes the prototype estimators' l2, K and pooling; choose {name}'s "
+    "learning_rate and weight_decay with sklearn.model_selection.GridSearchCV"
+    for name in ("AttentionMILClassifier", "DeepSetsClassifier")
+}
+_NOT_TUNED[None] = (
+    "DPPClassifierCV tunes the prototype estimators (DPPClassifier, "
+    "StandardPrototypeClassifier, InfoLossClassifier, ClassPriorClassifier); got {name}"
+)
+
 #: How :class:`DPPClassifierCV` picks among its scored candidates.
 RULES = ("best", "one_se")
 
@@ -132,8 +147,10 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
     (:func:`dpp.solvers.coordinate_ascent.fit_classifier_paths`).
 
     Args:
-        estimator: the estimator to tune (default ``DPPClassifier()``; the baselines of
-            :mod:`dpp.estimators` work too, which gives every method the same selection).
+        estimator: the estimator to tune (default ``DPPClassifier()``; the prototype baselines,
+            ``StandardPrototypeClassifier``, ``InfoLossClassifier`` and
+            ``ClassPriorClassifier``, work too, which gives every prototype method the same
+            selection). Other set classifiers are refused at ``fit``, naming what tunes them.
         l2s: candidate ``l2`` values (>= 0).
         n_prototypes: candidate ``K`` values, or ``None`` for the estimator's own.
         pooling: candidate poolings of a :class:`DPPClassifier` (:mod:`dpp.pooling`: ``mean``,
@@ -339,6 +356,10 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         """
         self.check_params()
         base = DPPClassifier() if self.estimator is None else self.estimator
+        if not isinstance(base, PrototypeClassifier):
+            raise TypeError(_NOT_TUNED.get(type(base).__name__, _NOT_TUNED[None]).format(
+                name=type(base).__name__
+            ))  # fmt: skip
         ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
         params = base.get_params()
         poolings = [None]

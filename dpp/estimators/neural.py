@@ -17,6 +17,7 @@ then refitted from the same start on all training sets for the best number of ep
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -389,6 +390,17 @@ def _status(early: EarlyStopping | None, skipped: str | None, settings) -> tuple
         why = skipped or "early stopping off (validation_fraction = 0)"
         return "max_rounds", f"{why}: trained for max_epochs = {settings.max_epochs} epochs"
     best, monitored = early.best, early.monitored
+    diverged = [
+        epoch
+        for epoch, value in enumerate(early.validation_history)
+        if value is None or not math.isfinite(value)
+    ]
+    if diverged:  # NaN compares as no improvement: it would read as early stopping
+        return "failed", (
+            f"the validation log-likelihood was not finite at epoch {diverged[0]} of "
+            f"{monitored}: the training diverged; refitted for {best} epochs, the last finite "
+            "best (a smaller learning_rate?)"
+        )
     if best == 0:
         start = early.validation_history[0]
         return "stalled", (

@@ -22,8 +22,9 @@ from typing import Any
 #: Fit statuses, for every method: only ``converged`` and ``early_stopped`` are clean; the others
 #: are warnings (the estimators log them and raise :class:`dpp.errors.FitWarning`).
 #: ``max_rounds`` is any iteration cap reached while the objective still improved (rounds,
-#: epochs, or a logistic regression's ``max_iter``).
-STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated")
+#: epochs, or a logistic regression's ``max_iter``); ``failed``: the training diverged (a
+#: network's validation log-likelihood became NaN or infinite), its reason names the epoch.
+STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated", "failed")
 #: Statuses of a fit that met its stopping rule (the others are logged as warnings).
 CLEAN_STATUSES = ("converged", "early_stopped")
 #: Older names of a status, read from files written before the vocabulary was one.
