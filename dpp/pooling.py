@@ -115,7 +115,7 @@ class PoolingChoice:
 
     def branch(self, index: int) -> Pooling:
         """The static pooling of ``POOLINGS[index]`` (the generalised mean with ``rho``)."""
-        return GeMPooling(self.rho) if POOLINGS[index] == "gem" else make_pooling(POOLINGS[index])
+        return make_pooling(POOLINGS[index], self.rho)
 
     def resolved(self) -> Pooling:
         """The static pooling this choice holds (outside ``jit``: ``index`` must be concrete)."""

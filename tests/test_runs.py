@@ -46,6 +46,8 @@ def _results(path: Path) -> dict:
         ("model.pooling=sum", "model.pooling must be one of mean, max, gem; got 'sum'"),
         ("model.embedding=[64,0]", "model.embedding must be a non-empty list of positive"),
         ("model.embedding=[64]", "optimizer='lbfgs_optax' cannot train it; the choices"),
+        ("n_jobs=0", "n_jobs must be null or an int other than 0 (-1: every core), got 0"),
+        ("n_jobs=1.5", "n_jobs must be null or an int other than 0 (-1: every core), got 1.5"),
     ],
 )
 def test_bad_settings_fail_before_any_data_is_read(tmp_path, override, message):
