@@ -52,6 +52,7 @@ _PUBLIC = {
     "DPPClassifierCV": "dpp.estimators",
     "InfoLossClassifier": "dpp.estimators",
     "PoolingClassifier": "dpp.estimators",
+    "SetEnsembleClassifier": "dpp.estimators",
     "StandardPrototypeClassifier": "dpp.estimators",
     "BetaPrior": "dpp.likelihood",
     "Params": "dpp.likelihood",

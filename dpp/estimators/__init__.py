@@ -24,7 +24,8 @@ back.
 The package: :mod:`~dpp.estimators.base` (inputs and the prototype base class),
 :mod:`~dpp.estimators.dpp`, :mod:`~dpp.estimators.baselines` (standard prototype, InfoLoss,
 class prior), :mod:`~dpp.estimators.pooled` (the pooled and bag-of-words logistic
-regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``) and :mod:`~dpp.estimators.io`
+regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``), :mod:`~dpp.estimators.ensemble`
+(``SetEnsembleClassifier``: members' probabilities averaged) and :mod:`~dpp.estimators.io`
 (``load`` and every estimator by method name).
 """
 
@@ -43,6 +44,7 @@ from dpp.estimators.baselines import (
 )
 from dpp.estimators.cv import DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.ensemble import SetEnsembleClassifier
 from dpp.estimators.io import ESTIMATORS, NEURAL_ESTIMATORS, POOLED_ESTIMATORS, load
 from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
@@ -64,6 +66,7 @@ __all__ = [
     "DPPClassifierCV",
     "InfoLossClassifier",
     "PrototypeClassifier",
+    "SetEnsembleClassifier",
     "StandardPrototypeClassifier",
     "as_sets",
     "labelled_sets",

@@ -83,10 +83,27 @@ _NOT_TUNED[None] = (
 )
 
 #: How :class:`DPPClassifierCV` picks among its scored candidates.
-RULES = ("best", "one_se")
+RULES = ("best", "one_se", "corrected")
 
 
-def choose(scores: dict, rule: str = "best"):
+def round_optimism(per_round: np.ndarray) -> float:
+    """How much choosing the best round on the same folds flatters a candidate's score.
+
+    Tibshirani & Tibshirani (2009, *Ann. Appl. Stat.* 3(2), 822-829): the mean over folds of
+    each fold's own best round's score minus its score at the round chosen on the mean, where
+    the fold stopped early (NaN) not counted. 0 for a candidate whose every fold peaks at the
+    chosen round; larger for one whose path over rounds is noisier.
+
+    Args:
+        per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
+            where a fold stopped earlier).
+    """
+    per_round = np.asarray(per_round, np.float64)
+    chosen = int(np.nanargmax(np.mean(per_round, axis=0)))
+    return float(np.mean(np.nanmax(per_round, axis=1) - per_round[:, chosen]))
+
+
+def choose(scores: dict, rule: str = "best", per_round: dict | None = None):
     """The chosen ``(Group, l2)`` key of ``scores`` (``key -> [folds]`` validation scores).
 
     * ``best``: the highest mean score; ties go to the stronger ``l2``, then the simpler model
@@ -97,6 +114,10 @@ def choose(scores: dict, rule: str = "best"):
       simplest: the simplest model first (fewest prototypes, no embedding, the paper's mean
       pooling before max before gem), then the strongest ``l2``, then the higher score. (The
       rounds of the chosen candidate follow the same rule: :func:`fewest_rounds`.)
+    * ``corrected``: the highest mean score less the optimism of its choice of rounds
+      (:func:`round_optimism`, from ``per_round``: ``key -> [folds, R]``), so that every
+      candidate's score carries no optimism from its rounds; a key without ``per_round`` has
+      none. Ties as ``best``.
 
     Raises:
         ValueError: an unknown rule.
@@ -104,8 +125,11 @@ def choose(scores: dict, rule: str = "best"):
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
     mean = {key: float(np.mean(v)) for key, v in scores.items()}
+    if rule == "corrected":
+        mean = {c: m - round_optimism((per_round or {})[c]) if c in (per_round or {}) else m
+                for c, m in mean.items()}  # fmt: skip
     best = max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))
-    if rule == "best":
+    if rule in ("best", "corrected"):
         return best
     folds = np.asarray(scores[best], float)
     se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
@@ -186,9 +210,11 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             "A suite of set tasks"). Needs ``scoring="log_likelihood"``; ignored for the other
             estimators.
         rule: how the candidates' scores choose one (:func:`choose`): ``best`` (the highest
-            mean validation score) or ``one_se`` (the simplest candidate within one standard
+            mean validation score), ``one_se`` (the simplest candidate within one standard
             error of the best: mean pooling, the strongest ``l2``; and its fewest rounds within
-            one standard error of its best round, :func:`fewest_rounds`).
+            one standard error of its best round, :func:`fewest_rounds`) or ``corrected`` (the
+            highest score less the optimism of choosing its rounds on the same folds,
+            :func:`round_optimism`; ``best_score_`` is that corrected score).
         n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
             core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
             order when it warm-starts) and run in joblib threads (the compiled programs release
@@ -389,7 +415,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         candidates = list(search.scores)
         scores = np.stack([search.scores[c] for c in candidates])
         mean = scores.mean(axis=1)
-        best = candidates.index(choose(search.scores, self.rule))
+        best = candidates.index(choose(search.scores, self.rule, search.per_round))
         order = np.argsort(-mean, kind="stable")
         rank = np.empty(len(candidates), dtype=np.int64)
         rank[order] = np.arange(1, len(candidates) + 1)
@@ -424,6 +450,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             k: v for k, v in self.cv_results_["params"][best].items() if k != "optimizer"
         }
         self.best_score_ = float(mean[best])
+        if self.rule == "corrected" and candidates[best] in search.per_round:
+            self.best_score_ -= round_optimism(search.per_round[candidates[best]])
         self.best_index_ = int(best)
         return candidates[best]
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from dpp import model_file
 from dpp.errors import ModelFileError
+from dpp.estimators import ensemble
 from dpp.estimators.baselines import (
     ClassPriorClassifier,
     InfoLossClassifier,
@@ -173,8 +174,9 @@ def load(path):
     and shapes that agree with each other and with the header.
 
     Returns:
-        The fitted estimator (any of :data:`ESTIMATORS`); its ``predict_proba`` equals the
-        saved one's.
+        The fitted estimator (any of :data:`ESTIMATORS`, or a
+        :class:`~dpp.estimators.ensemble.SetEnsembleClassifier` of them); its
+        ``predict_proba`` equals the saved one's.
 
     Raises:
         FileNotFoundError: no file at ``path``.
@@ -184,6 +186,13 @@ def load(path):
     """
     path = Path(path)
     header, arrays = model_file.read(path)
+    if header.get("estimator") == ensemble.ENSEMBLE:
+        return ensemble.from_file(path, header, arrays, _build)
+    return _build(path, header, arrays)
+
+
+def _build(path: Path, header: dict, arrays: dict):
+    """The fitted estimator of one model file's checked header and arrays (see :func:`load`)."""
     cls, estimator = _check_header(path, header)
     _check_names(path, header, arrays, estimator)
     preprocess, dim = _preprocess(path, header, arrays, estimator)

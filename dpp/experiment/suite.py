@@ -41,7 +41,8 @@ from dpp.datasets.suite import (
     make_witness,
 )
 from dpp.errors import ConfigError, FitWarning
-from dpp.estimators import ESTIMATORS, DPPClassifierCV
+from dpp.estimators import ESTIMATORS, DPPClassifierCV, SetEnsembleClassifier
+from dpp.estimators.ensemble import seed_members
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
 from dpp.metrics import evaluate
 
@@ -180,6 +181,19 @@ class SelectedNetwork:
         return getattr(self.__dict__["best_estimator_"], name)
 
 
+def _ensemble(poolings=("mean", "max", "gem"), seeds: int = 1):
+    """The per-pooling winners (``_dpp_cv([p])``), or one over ``seeds`` k-means seeds."""
+
+    def make(k: int, seed: int):
+        if seeds > 1:
+            members = seed_members(_dpp_cv(list(poolings))(k, seed), range(seed, seed + seeds))
+        else:
+            members = [(p, _dpp_cv([p])(k, seed)) for p in poolings]
+        return SetEnsembleClassifier(members)
+
+    return make
+
+
 def _embedded(pooling: str):
     def make(k: int, seed: int):
         del k  # the embedding space has its own K
@@ -203,6 +217,11 @@ METHODS: dict[str, Callable] = {
     # same rule as dpp on 2 x 3 repeated inner folds
     "dpp_1se": _dpp_cv(rule="one_se"),
     "dpp_repeated": _dpp_cv(cv="repeated"),
+    # the best score less the optimism of choosing its rounds on the same folds
+    "dpp_corrected": _dpp_cv(rule="corrected"),
+    # the per-pooling winners' probabilities averaged; the paper's pooling over 3 k-means seeds
+    "dpp_ensemble": _ensemble(),
+    "dpp_seeds": _ensemble(("mean",), seeds=3),
     "dpp_embedded_mean": _embedded("mean"),
     "dpp_embedded_max": _embedded("max"),
     "standard": lambda k, seed: DPPClassifierCV(
@@ -245,6 +264,10 @@ def make_method(name: str, k: int, seed: int, n_jobs: int | None = None):
     estimator = METHODS[name](k, seed)
     if isinstance(estimator, DPPClassifierCV):
         estimator.set_params(n_jobs=n_jobs)
+    if isinstance(estimator, SetEnsembleClassifier):
+        for _, member in estimator.estimators:
+            if isinstance(member, DPPClassifierCV):
+                member.set_params(n_jobs=n_jobs)
     return estimator
 
 
@@ -260,6 +283,18 @@ def _selection(estimator) -> dict:
             "beats_prior": estimator.beats_prior_,
             "status": report.status,
             "saturated_fraction": report.prototypes and report.prototypes.saturated_fraction,
+        }
+    if isinstance(estimator, SetEnsembleClassifier):
+        members = {name: _selection(m) for name, m in estimator.named_estimators_.items()}
+        return {
+            "position": None,
+            "status": estimator.fit_report_.status,
+            "members": {
+                name: {
+                    k: v for k, v in chosen.items() if k in ("l2", "pooling", "rounds", "status")
+                }  # fmt: skip
+                for name, chosen in members.items()
+            },
         }
     if isinstance(estimator, SelectedNetwork):
         chosen = estimator.search_.best_params_
@@ -514,6 +549,10 @@ def selection_note(record: dict) -> str:
         chosen = f"{'l2' if 'l2' in record else 'C'} {record['position']}"
     if record.get("pooling"):
         chosen += f", {record['pooling']} pooling"
+    if record.get("members"):  # an ensemble: each member's status
+        chosen = "members " + ", ".join(
+            f"{name} {m.get('status')}" for name, m in record["members"].items()
+        )
     return ", ".join(part for part in (status, chosen) if part)
 
 

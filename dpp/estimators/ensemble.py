@@ -1,0 +1,269 @@
+"""An ensemble of set classifiers: their class probabilities averaged, instead of one refit.
+
+The per-pooling winners of DPP's selection (mean, max and gem, each chosen by its own
+:class:`~dpp.DPPClassifierCV`), or one selection over several k-means seeds, fitted on the same
+sets; the ensemble predicts the weighted mean of their class probabilities. Every pooling wins
+on some tasks and none on all, and one choice among them by cross-validation on 80-200 sets is
+noisy; averaging keeps each member's signal without betting on the choice (Breiman 1996's
+bagging argument, over models rather than resamples).
+
+A fitted ensemble saves to one model file (:meth:`SetEnsembleClassifier.save`) that
+:func:`dpp.load` reads back: the header names every member's own header and the members'
+arrays are stored under ``member<i>.<name>``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from dpp import model_file
+from dpp.estimators.base import labelled_sets
+from dpp.model import FitReport
+from dpp.model.report import CLEAN_STATUSES, STATUSES
+
+#: The class name a model file of an ensemble records (``estimator`` of its header).
+ENSEMBLE = "SetEnsembleClassifier"
+
+
+def default_members(random_state=0) -> list[tuple[str, BaseEstimator]]:
+    """The per-pooling winners: ``DPPClassifierCV(pooling=(p,))`` for mean, max and gem."""
+    from dpp.estimators.cv import DPPClassifierCV
+    from dpp.estimators.dpp import DPPClassifier
+
+    base = DPPClassifier(random_state=random_state)
+    return [(p, DPPClassifierCV(base, pooling=(p,))) for p in ("mean", "max", "gem")]
+
+
+def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
+    """``estimator`` once per k-means seed: its ``random_state`` (or its tuned estimator's).
+
+    Args:
+        estimator: a set classifier with ``random_state``, or a :class:`~dpp.DPPClassifierCV`
+            (the seed then goes to the estimator it tunes, and to its folds).
+        seeds: the seeds, one member each.
+    """
+    members = []
+    for seed in seeds:
+        member = clone(estimator)
+        inner = member.get_params().get("estimator")
+        if inner is not None:  # a DPPClassifierCV: the seed of the estimator it tunes
+            member.set_params(estimator=clone(inner).set_params(random_state=int(seed)))
+        else:
+            member.set_params(random_state=int(seed))
+        members.append((f"seed{seed}", member))
+    return members
+
+
+class SetEnsembleClassifier(ClassifierMixin, BaseEstimator):
+    """Set classifiers fitted on the same sets, their class probabilities averaged.
+
+    ``predict_proba`` is the weighted mean of the members' ``[N, C]`` probabilities (each row
+    on the simplex); ``predict`` its most probable class.
+
+    Args:
+        estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted); ``None``:
+            the per-pooling winners of DPP, ``DPPClassifierCV(pooling=(p,))`` for ``p`` in mean,
+            max and gem (:func:`default_members`). :func:`seed_members` makes one member per
+            k-means seed.
+        weights: ``[len(estimators)]`` non-negative weights of the members' probabilities (not
+            all 0); ``None``: equal.
+
+    Fitted attributes: ``estimators_`` (the fitted members, in order), ``named_estimators_``
+    (by name), ``classes_`` (shared by every member), ``n_features_in_``, ``member_statuses_``
+    (name -> the member's ``fit_report_.status``) and ``fit_report_`` (status: the first
+    member status that is not clean in :data:`~dpp.model.report.STATUSES` order from the
+    worst, ``early_stopped`` when a member stopped early, else ``converged``; the reason names
+    every member's status).
+    """
+
+    def __init__(self, estimators=None, weights=None):
+        self.estimators = estimators
+        self.weights = weights
+
+    def _members(self) -> list[tuple[str, BaseEstimator]]:
+        """The ``(name, estimator)`` pairs, checked.
+
+        Raises:
+            ValueError: no members, names not distinct text, a member without
+                ``predict_proba``, or weights of another length, negative or all 0.
+        """
+        members = default_members() if self.estimators is None else list(self.estimators)
+        if not members or not all(isinstance(m, tuple) and len(m) == 2 for m in members):
+            raise ValueError(
+                f"estimators must be a non-empty list of (name, estimator) pairs, got "
+                f"{self.estimators!r}"
+            )
+        names = [name for name, _ in members]
+        if not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+            raise ValueError(f"estimators' names must be distinct non-empty text, got {names}")
+        for name, est in members:
+            if not hasattr(est, "predict_proba"):
+                raise ValueError(f"member {name!r} ({type(est).__name__}) has no predict_proba")
+        if self.weights is not None:
+            w = np.asarray(self.weights, np.float64)
+            if (
+                w.shape != (len(members),)
+                or not np.all(np.isfinite(w))
+                or np.any(w < 0)
+                or (w.sum() == 0)
+            ):
+                raise ValueError(
+                    f"weights must be {len(members)} finite values >= 0, not all 0, got "
+                    f"{self.weights!r}"
+                )
+        return members
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits every member on the same sets; returns ``self``.
+
+        Args:
+            X: training sets (see :mod:`dpp.estimators`).
+            y: ``[N]`` class labels or ``[N, C]`` soft labels (``None`` for labelled
+                ``RaggedSets``).
+            sample_weight: optional ``[N]`` per-set weights.
+
+        Raises:
+            ValueError: the errors of :meth:`_members` and of :func:`labelled_sets`, and
+                members that disagree on the classes; each member's own ``fit`` errors.
+        """
+        members = self._members()
+        sets, classes = labelled_sets(X, y, sample_weight)
+        fitted = [(name, clone(est).fit(sets)) for name, est in members]
+        for name, est in fitted:
+            if len(est.classes_) != len(classes):
+                raise ValueError(
+                    f"member {name!r} has {len(est.classes_)} classes, the sets {len(classes)}"
+                )
+            est.classes_ = classes  # each member saw the labels as columns, as the ensemble
+            if hasattr(est, "best_estimator_"):  # a selection saves its refitted estimator
+                est.best_estimator_.classes_ = classes
+        self._set_fitted(fitted, classes)
+        return self
+
+    def _set_fitted(self, fitted: list, classes: np.ndarray) -> None:
+        self.estimators_ = [est for _, est in fitted]
+        self.named_estimators_ = dict(fitted)
+        self.classes_ = np.asarray(classes)
+        self.n_features_in_ = int(self.estimators_[0].n_features_in_)
+        self.member_statuses_ = {name: est.fit_report_.status for name, est in fitted}
+        self.fit_report_ = _report(self.member_statuses_)
+
+    def _weights(self) -> np.ndarray:
+        n = len(self.estimators_)
+        w = np.ones(n) if self.weights is None else np.asarray(self.weights, np.float64)
+        return w / w.sum()
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``[N, C]`` log of the members' weighted mean class probabilities (float64)."""
+        check_is_fitted(self, "estimators_")
+        logs = np.stack([np.asarray(e.predict_log_proba(X), np.float64) for e in self.estimators_])
+        with np.errstate(divide="ignore"):  # a weight of 0 drops its member
+            return logsumexp(logs + np.log(self._weights())[:, None, None], axis=0)
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``[N, C]`` the members' weighted mean class probabilities (float64)."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """``[N]`` the most probable class of each set (``classes_`` values)."""
+        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
+
+    def save(self, path) -> Path:
+        """Writes the fitted ensemble to one model file; :func:`dpp.load` reads it back.
+
+        Each member is written by its own ``save`` (a :class:`~dpp.DPPClassifierCV` writes its
+        refitted estimator) and read back with every check of a model file; the ensemble's
+        file holds each member's header and its arrays under ``member<i>.<name>``.
+
+        Returns:
+            The path written.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+        """
+        check_is_fitted(self, "estimators_")
+        headers, arrays = [], {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for i, est in enumerate(self.estimators_):
+                header, member_arrays = model_file.read(est.save(Path(tmp) / f"member{i}.npz"))
+                headers.append(header)
+                arrays.update({f"member{i}.{k}": v for k, v in member_arrays.items()})
+        names = list(self.named_estimators_)
+        weights = None if self.weights is None else [float(w) for w in self.weights]
+        header = {
+            "estimator": ENSEMBLE,
+            "method": "ensemble",
+            "params": {"names": names, "weights": weights},
+            "members": headers,
+            "classes": model_file.jsonable(self.classes_.tolist()),
+            "classes_dtype": self.classes_.dtype.kind,
+            "n_features_in": self.n_features_in_,
+            "info": model_file.jsonable(self.fit_report_.to_dict()),
+        }
+        return model_file.write(path, header, arrays)
+
+
+def _report(statuses: dict) -> FitReport:
+    """The ensemble's report: its worst member status, and every member's in the reason."""
+    found = [s for s in statuses.values() if s is not None]
+    unclean = [s for s in reversed(STATUSES) if s in found and s not in CLEAN_STATUSES]
+    if unclean:
+        status = unclean[0]
+    elif "early_stopped" in found:
+        status = "early_stopped"
+    else:
+        status = "converged" if found else None
+    reason = "; ".join(f"{name}: {s}" for name, s in statuses.items())
+    return FitReport(method="ensemble", status=status, reason=f"members' statuses: {reason}")
+
+
+def from_file(path: Path, header: dict, arrays: dict, build) -> SetEnsembleClassifier:
+    """The ensemble of a model file whose header records :data:`ENSEMBLE`.
+
+    Args:
+        path: the file (named in errors).
+        header: its header; ``members`` holds each member's.
+        arrays: its arrays; member ``i``'s under ``member<i>.``.
+        build: ``(path, header, arrays) -> estimator``, the loader of one member's parts
+            (:func:`dpp.estimators.io.load`'s checks).
+
+    Raises:
+        ModelFileError: members, names, weights or classes that do not agree, naming the field.
+    """
+    members, params = header.get("members"), header.get("params")
+    if not isinstance(members, list) or not members or not isinstance(params, dict):
+        raise model_file.bad(path, "members", "must list each member's header")
+    names = params.get("names")
+    if not isinstance(names, list) or len(names) != len(members):
+        raise model_file.bad(path, "params.names", f"must name the {len(members)} members")
+    prefixes = [f"member{i}." for i in range(len(members))]
+    stray = [k for k in arrays if not any(k.startswith(p) for p in prefixes)]
+    if stray:
+        raise model_file.bad(path, "arrays", f"{stray} belong to no member")
+    fitted = []
+    for i, (name, member) in enumerate(zip(names, members, strict=True)):
+        if not isinstance(member, dict):
+            raise model_file.bad(path, f"members[{i}]", "must be a model file's header")
+        own = {k[len(prefixes[i]) :]: v for k, v in arrays.items() if k.startswith(prefixes[i])}
+        fitted.append((str(name), build(path, member, own)))
+    ensemble = SetEnsembleClassifier(
+        estimators=[(n, clone(e)) for n, e in fitted], weights=params.get("weights")
+    )
+    try:
+        ensemble._members()
+    except ValueError as err:
+        raise model_file.bad(path, "params", str(err)) from None
+    classes = np.asarray(header.get("classes"))
+    if header.get("classes_dtype") in ("U", "S", "O"):
+        classes = classes.astype(str)
+    for i, (_, est) in enumerate(fitted):
+        if not np.array_equal(np.asarray(est.classes_), classes):
+            raise model_file.bad(path, f"members[{i}].classes", "differ from the ensemble's")
+    ensemble._set_fitted(fitted, classes)
+    return ensemble

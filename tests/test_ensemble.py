@@ -1,0 +1,141 @@
+"""Issue 42: the ensemble (members' probabilities averaged) and the corrected selection rule."""
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+
+import dpp
+from dpp.errors import ModelFileError
+from dpp.estimators.cv import Group, choose, round_optimism
+from dpp.estimators.ensemble import SetEnsembleClassifier, seed_members
+
+_RNG = np.random.default_rng(11)
+X = [_RNG.normal(size=(_RNG.integers(2, 8), 4)) + (i % 3) for i in range(36)]
+Y = np.asarray(["a", "b", "c"])[np.arange(36) % 3]
+PROBE = [_RNG.normal(size=(m, 4)) + 1.0 for m in (1, 3, 6)]
+
+
+def _members():
+    return [
+        ("mean", dpp.DPPClassifier(n_prototypes=3, max_rounds=2, pooling="mean")),
+        ("max", dpp.DPPClassifier(n_prototypes=3, max_rounds=1, pooling="max")),
+        ("pooling", dpp.PoolingClassifier(Cs=[1.0], max_extensions=0)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    return SetEnsembleClassifier(_members(), weights=[1.0, 2.0, 1.0]).fit(X, Y)
+
+
+def test_predicts_the_weighted_mean_of_its_members_fitted_alone(fitted):
+    alone = [est.fit(X, Y).predict_proba(PROBE) for _, est in _members()]
+    expected = (alone[0] + 2 * alone[1] + alone[2]) / 4
+    np.testing.assert_allclose(fitted.predict_proba(PROBE), expected, rtol=1e-6)
+    np.testing.assert_allclose(
+        fitted.predict_proba(PROBE).sum(1), 1.0, rtol=1e-6
+    )  # float32 members
+    assert list(fitted.classes_) == ["a", "b", "c"]
+    assert fitted.predict(PROBE).tolist() == list(fitted.classes_[np.argmax(expected, axis=1)])
+
+
+def test_reports_every_member_status_and_the_worst(fitted):
+    statuses = fitted.member_statuses_
+    assert set(statuses) == {"mean", "max", "pooling"}
+    assert statuses == {n: e.fit_report_.status for n, e in fitted.named_estimators_.items()}
+    report = fitted.fit_report_
+    for name, status in statuses.items():
+        assert f"{name}: {status}" in report.reason
+    unclean = [s for s in statuses.values() if s not in ("converged", "early_stopped", None)]
+    if unclean:  # max_rounds=1 caps a member
+        assert report.status in unclean and not report.clean
+    else:
+        assert report.clean
+
+
+def test_status_is_the_worst_and_never_clean_over_a_failed_member():
+    from dpp.estimators.ensemble import _report
+
+    assert _report({"a": "converged", "b": "early_stopped"}).status == "early_stopped"
+    assert _report({"a": "converged", "b": "converged"}).status == "converged"
+    assert _report({"a": "early_stopped", "b": "failed", "c": "max_rounds"}).status == "failed"
+    assert _report({"a": "max_rounds", "b": None}).status == "max_rounds"
+
+
+def test_round_trip_predicts_the_same_to_the_bit(fitted, tmp_path):
+    path = fitted.save(tmp_path / "ensemble.npz")
+    loaded = dpp.load(path)
+    assert isinstance(loaded, SetEnsembleClassifier)
+    assert np.array_equal(loaded.predict_proba(PROBE), fitted.predict_proba(PROBE))
+    assert loaded.member_statuses_ == fitted.member_statuses_
+    assert loaded.fit_report_.status == fitted.fit_report_.status
+    assert list(loaded.classes_) == ["a", "b", "c"]
+
+
+def test_a_damaged_member_is_refused_by_name(fitted, tmp_path):
+    path = fitted.save(tmp_path / "ensemble.npz")
+    with zipfile.ZipFile(path) as z:
+        header = json.loads(str(np.load(path)["header"]))
+        names = z.namelist()
+    assert "member0.theta.npy" in names
+    data = dict(np.load(path))
+    data["member1.theta"] = data["member1.theta"] + 1.0  # its digest no longer matches
+    np.savez(tmp_path / "bad.npz", **data)
+    with pytest.raises(ModelFileError, match="member1.theta"):
+        dpp.load(tmp_path / "bad.npz")
+    header["params"]["names"] = ["mean"]
+    data = dict(np.load(path))
+    data["header"] = np.asarray(json.dumps(header))
+    np.savez(tmp_path / "names.npz", **data)
+    with pytest.raises(ModelFileError, match="params.names"):
+        dpp.load(tmp_path / "names.npz")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"estimators": []}, "non-empty list"),
+        (
+            {"estimators": [("a", dpp.PoolingClassifier()), ("a", dpp.PoolingClassifier())]},
+            "distinct",
+        ),
+        ({"estimators": [("a", object())]}, "no predict_proba"),
+        ({"estimators": [("a", dpp.PoolingClassifier())], "weights": [1.0, 1.0]}, "weights"),
+        ({"estimators": [("a", dpp.PoolingClassifier())], "weights": [0.0]}, "weights"),
+    ],
+)
+def test_bad_members_or_weights_are_refused_before_any_fit(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SetEnsembleClassifier(**kwargs).fit(X, Y)
+
+
+def test_seed_members_vary_the_seed_of_the_tuned_estimator():
+    cv = dpp.DPPClassifierCV(dpp.DPPClassifier(n_prototypes=3, random_state=7), pooling=("mean",))
+    members = seed_members(cv, (0, 4))
+    assert [n for n, _ in members] == ["seed0", "seed4"]
+    assert [m.estimator.random_state for _, m in members] == [0, 4]
+    assert cv.estimator.random_state == 7  # the template is left alone
+    plain = seed_members(dpp.DPPClassifier(), (2,))
+    assert plain[0][1].random_state == 2
+
+
+def test_round_optimism_is_each_folds_best_round_over_the_chosen_one():
+    per_round = np.array([[0.0, 1.0, 0.5], [0.0, 0.2, 0.9]])  # mean best at round 2 (0.7)
+    assert round_optimism(per_round) == pytest.approx(np.mean([1.0 - 0.5, 0.0]))
+    flat = np.array([[0.3, 0.3], [0.1, 0.1]])
+    assert round_optimism(flat) == 0.0
+    stopped = np.array([[0.0, 1.0, np.nan], [0.0, 0.5, 0.6]])  # fold 0 stopped at round 1
+    assert np.isfinite(round_optimism(stopped))
+
+
+def test_the_corrected_rule_prefers_the_candidate_whose_score_its_rounds_flatter_less():
+    steady, noisy = (Group(3, "mean"), 0.1), (Group(3, "max"), 0.1)
+    per_round = {
+        steady: np.array([[0.0, 0.50, 0.50], [0.0, 0.50, 0.50]]),
+        noisy: np.array([[0.0, 0.90, 0.10], [0.0, 0.10, 0.95]]),  # mean 0.525 at round 2
+    }
+    scores = {key: v[:, int(np.nanargmax(v.mean(0)))] for key, v in per_round.items()}
+    assert choose(scores, "best") == noisy
+    assert choose(scores, "corrected", per_round) == steady
