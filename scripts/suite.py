@@ -7,13 +7,17 @@ Writes suite.json, .csv, .md, .png (and evidence.png with digit-bag tasks).
     python scripts/suite.py --quick               # 4 tasks, 1 draw x 3 folds, 4 methods
     python scripts/suite.py --tasks witness_d10_r10 --folds 3 --draws 1 --out /tmp/suite
     python scripts/suite.py --compare dpp dpp_mean [--out outputs/suite]   # from a finished run
+    python scripts/suite.py --decide dpp dpp_1se dpp_ensemble --out runA runB  # the default rule
 
 The same run as ``python experiments/run.py experiment=suite`` (both call
 :func:`dpp.experiment.suite.run_suite`). Files are rewritten after every fit, so a run that
 fails keeps every fit it finished; ``--resume`` continues it, keeping the (draw, fold) units
 that every method finished. ``--compare A B`` prints A - B over the paired (task, draw, fold)
 units of the run in ``--out`` (mean ± s.e., wins/ties/losses, Wilcoxon p), overall and per
-task family, for accuracy and the test log-likelihood.
+task family, for accuracy and the test log-likelihood. With several ``--out`` folders (runs of
+other methods, or on other machines), a unit is one (run, task, draw, fold): only records of
+one run are paired. ``--decide R1 R2 ...`` prints each rule against ``dpp_mean`` and the one the
+issue's criterion ships (:func:`dpp.experiment.suite.decide`).
 """
 
 import argparse
@@ -29,6 +33,7 @@ from dpp.experiment.suite import (
     QUICK_TASKS,
     TASKS,
     compare_table,
+    decision_table,
     run_suite,
 )
 
@@ -40,16 +45,26 @@ def main(argv=None) -> int:
     parser.add_argument("--folds", type=int, default=None, help="5 (--quick: 3)")
     parser.add_argument("--draws", type=int, default=None, help="3 (--quick: 1)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("outputs/suite"))
+    parser.add_argument(
+        "--out", type=Path, nargs="+", default=[Path("outputs/suite")],
+        help="the run folder (--compare, --decide: one or more)",
+    )  # fmt: skip
     parser.add_argument("--resume", action="store_true")
     parser.add_argument(
         "--n-jobs", type=int, default=None, help="fits at once in a selection (-1: every core)"
     )
     parser.add_argument("--quick", action="store_true", help="the 15-minute subset")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A - B from a finished run")
+    parser.add_argument("--decide", nargs="+", metavar="RULE", help="rules against dpp_mean")
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args.out, *args.compare)
+    if args.decide:
+        return decide(args.out, args.decide)
+    if len(args.out) > 1:
+        print("error: a run writes into one --out folder", file=sys.stderr)
+        return 2
+    args.out = args.out[0]
     quick = args.quick
     tasks = args.tasks or list(QUICK_TASKS if quick else TASKS)
     methods = args.methods or list(QUICK_METHODS if quick else METHODS)
@@ -69,13 +84,37 @@ def main(argv=None) -> int:
     return 0
 
 
-def compare(out: Path, a: str, b: str) -> int:
-    """Prints ``a - b`` from the suite run in ``out``; 2 with a message when it cannot."""
-    path = out / "suite.json"
-    if not path.is_file():
-        print(f"error: no suite run at {path} (run the suite, or pass --out)", file=sys.stderr)
+def read_runs(outs: list[Path]) -> list[dict] | None:
+    """The records of every run in ``outs``, each with its ``run`` (the folder) when several.
+
+    ``None``, with a message, when a folder holds no suite run.
+    """
+    records = []
+    for out in outs:
+        path = out / "suite.json"
+        if not path.is_file():
+            print(f"error: no suite run at {path} (run the suite, or pass --out)", file=sys.stderr)
+            return None
+        run = json.loads(path.read_text())["records"]
+        records += [{**r, "run": str(out)} for r in run] if len(outs) > 1 else run
+    return records
+
+
+def decide(outs: list[Path], rules: list[str]) -> int:
+    """Prints :func:`dpp.experiment.suite.decision_table` of ``rules`` from the runs in ``outs``."""
+    records = read_runs(outs)
+    if records is None:
         return 2
-    records = json.loads(path.read_text())["records"]
+    print(decision_table(records, rules))
+    return 0
+
+
+def compare(outs: list[Path], a: str, b: str) -> int:
+    """Prints ``a - b`` from the suite runs in ``outs``; 2 with a message when it cannot."""
+    records = read_runs(outs)
+    if records is None:
+        return 2
+    path = ", ".join(str(out) for out in outs)
     present = {r["method"] for r in records}
     missing = [m for m in (a, b) if m not in present]
     if missing:

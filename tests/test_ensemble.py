@@ -139,3 +139,46 @@ def test_the_corrected_rule_prefers_the_candidate_whose_score_its_rounds_flatter
     scores = {key: v[:, int(np.nanargmax(v.mean(0)))] for key, v in per_round.items()}
     assert choose(scores, "best") == noisy
     assert choose(scores, "corrected", per_round) == steady
+
+
+def _two_class(n=40, seed=3):
+    rng = np.random.default_rng(seed)
+    X = [rng.normal(size=(rng.integers(2, 9), 3)) + (i % 2) * 0.6 for i in range(n)]
+    return X, np.where(np.arange(n) % 2, "dog", "cat")
+
+
+@pytest.mark.extended
+def test_the_default_rule_is_the_ensemble_of_the_per_pooling_selections_to_the_bit(tmp_path):
+    """``DPPClassifierCV()``'s default (``rule="ensemble"``) is what the suite measured as
+    ``dpp_ensemble``: three selections with one pooling each, their probabilities averaged."""
+    X, y = _two_class(60)
+    base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
+    grid = {"l2s": [1e-2, 1e-1], "cv": 3, "max_extensions": 1}
+    cv = dpp.DPPClassifierCV(base, **grid).fit(X, y)
+    alone = SetEnsembleClassifier(
+        [(p, dpp.DPPClassifierCV(base, pooling=(p,), **grid)) for p in ("mean", "max", "gem")]
+    ).fit(X, y)
+    assert isinstance(cv.best_estimator_, SetEnsembleClassifier)
+    for member, (name, sel) in zip(cv.members_, alone.named_estimators_.items(), strict=True):
+        assert member["name"] == name
+        assert member["params"] == sel.best_params_ and member["rounds"] == sel.best_rounds_
+        assert member["score"] == pytest.approx(sel.best_score_, abs=1e-12)
+    assert cv.best_score_ == pytest.approx(np.mean([m["score"] for m in cv.members_]))
+    assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)
+    np.testing.assert_array_equal(cv.predict_proba(X[:9]), alone.predict_proba(X[:9]))
+    loaded = dpp.load(cv.save(tmp_path / "default.npz"))
+    np.testing.assert_array_equal(loaded.predict_proba(X[:9]), cv.predict_proba(X[:9]))
+    assert cv.transform(X[:4]).shape == (4, 9)  # three members' z side by side
+    with pytest.raises(NotImplementedError, match=r"\['mean', 'max', 'gem'\]"):
+        cv.instance_scores(X[:2])
+
+
+def test_the_ensemble_rule_with_one_member_is_the_best_rule():
+    X, y = _two_class(30)
+    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
+    grid = {"l2s": [1e-2, 1e-1], "cv": 2, "max_extensions": 0, "pooling": ("mean",)}
+    one = dpp.DPPClassifierCV(base, **grid).fit(X, y)
+    best = dpp.DPPClassifierCV(base, rule="best", **grid).fit(X, y)
+    assert isinstance(one.best_estimator_, dpp.DPPClassifier) and not hasattr(one, "members_")
+    assert one.best_params_ == best.best_params_ and one.best_score_ == best.best_score_
+    np.testing.assert_array_equal(one.predict_proba(X[:5]), best.predict_proba(X[:5]))

@@ -362,7 +362,7 @@ def test_the_one_standard_error_rule_takes_the_simplest_candidate_within_reach()
     assert fewest_rounds(per_round) == 1  # best: round 2's -0.35, s.e. 0.05; round 1's -0.37
     per_round[:, 1] = [-0.44, -0.38]  # -0.41: out of reach, so round 2 itself
     assert fewest_rounds(per_round) == 2
-    with pytest.raises(ValueError, match="rule must be one of best, one_se"):
+    with pytest.raises(ValueError, match="rule must be one of ensemble, best, one_se"):
         choose(scores, "median")
     with pytest.raises(ValueError, match="rule"):
         dpp.DPPClassifierCV(rule="median").fit([np.ones((2, 2))] * 4, [0, 1, 0, 1])

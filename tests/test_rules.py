@@ -52,6 +52,7 @@ def test_the_config_check_reads_the_same_tables():
         "optimizer.memory_size=0": "optimizer.memory_size must be a positive integer, got 0",
         "optimizer=adam optimizer.batch_size=0": "optimizer.batch_size must be a positive",
         "l2_selection.rule=median": "l2_selection.rule must be one of",
+        "l2_selection.rule=ensemble": "l2_selection.rule=ensemble is not an experiment's rule",
     }
     for overrides, message in cases.items():
         with pytest.raises(ConfigError, match=message):

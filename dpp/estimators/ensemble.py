@@ -174,6 +174,43 @@ class SetEnsembleClassifier(ClassifierMixin, BaseEstimator):
         """``[N]`` the most probable class of each set (``classes_`` values)."""
         return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
 
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
+        y = np.asarray(y)
+        if y.ndim == 2:
+            y = self.classes_[np.argmax(y, axis=1)]
+        return float(np.average(self.predict(X) == y, weights=sample_weight))
+
+    def transform(self, X) -> np.ndarray:
+        """``[N, K_1 + ... + K_m]`` the members' set representations ``z``, side by side."""
+        check_is_fitted(self, "estimators_")
+        return np.concatenate([np.asarray(e.transform(X), np.float64) for e in self.estimators_], 1)
+
+    def instance_scores(self, X):
+        """Refused: a mean of probabilities has no per-vector decomposition.
+
+        Raises:
+            NotImplementedError: always, naming the members whose ``instance_scores`` exist.
+        """
+        raise NotImplementedError(self._no_decomposition("instance_scores"))
+
+    def soft_assignments(self, X):
+        """Refused: each member has its own prototypes (see :meth:`instance_scores`).
+
+        Raises:
+            NotImplementedError: always, naming the members.
+        """
+        raise NotImplementedError(self._no_decomposition("soft_assignments"))
+
+    def _no_decomposition(self, method: str) -> str:
+        names = list(getattr(self, "named_estimators_", {}))
+        return (
+            f"{type(self).__name__} averages the class probabilities of its members {names}: "
+            f"the mean has no per-vector {method}. Ask a member "
+            f"(named_estimators_[{names[0] if names else 'name'!r}].{method}(X)), or use "
+            "DPPClassifierCV(rule='best') for one model"
+        )
+
     def save(self, path) -> Path:
         """Writes the fitted ensemble to one model file; :func:`dpp.load` reads it back.
 

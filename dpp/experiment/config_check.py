@@ -74,6 +74,8 @@ def by_rule(cfg: DictConfig, key: str, rule: params.Rule):
 
 #: The estimators' table, whose rules the run-wide keys they feed share.
 _RULES = DPPClassifier._parameter_constraints
+#: The selection rules a trial can record (one model per method: no ensemble).
+EXPERIMENT_RULES = tuple(r for r in RULES if r != "ensemble")
 
 
 def _as_config_error(check, *args):
@@ -186,7 +188,14 @@ def _selection(cfg: DictConfig) -> None:
     int_at_least(cfg, "l2_selection.max_extensions", 0)
     boolean(cfg, "l2_selection.select_rounds")
     if _get(cfg, "l2_selection.rule") is not None:
-        choice(cfg, "l2_selection.rule", RULES)
+        if _get(cfg, "l2_selection.rule") == "ensemble":  # one model per method is recorded
+            raise ConfigError(
+                "l2_selection.rule=ensemble is not an experiment's rule: a trial records one "
+                "model per method (its K, l2, prototypes and figures); use best, one_se or "
+                "corrected (with one pooling, ensemble and best are the same). "
+                "DPPClassifierCV()'s ensemble is measured by experiment=suite (method dpp)"
+            )
+        choice(cfg, "l2_selection.rule", EXPERIMENT_RULES)
     if _get(cfg, "l2_selection.n_prototypes_grid") is not None:
         ks = _get(cfg, "l2_selection.n_prototypes_grid")
         if not isinstance(ks, ListConfig | list) or not ks:

@@ -4,9 +4,13 @@ Each task (:data:`TASKS`, :mod:`dpp.datasets.suite`) is cut into stratified oute
 every fold each method (:data:`METHODS`, a registry of factories) is fitted on the other folds
 with its default selection and scored on the held-out one:
 
-* ``dpp``: :class:`~dpp.DPPClassifierCV` with its defaults (``l2``, the number of
-  coordinate-ascent rounds and the pooling, mean or max, by inner CV; the grid extended past
-  an edge): what a user gets; ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
+* ``dpp``: :class:`~dpp.DPPClassifierCV` with its defaults (for each pooling, mean, max and
+  gem, ``l2`` and the number of coordinate-ascent rounds by inner CV, the grid extended past an
+  edge; the three winners' probabilities averaged): what a user gets; ``dpp_best`` (the one
+  best candidate refitted: the default before the broad benchmark), ``dpp_1se``,
+  ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
+  default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
+  over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
   fix the pooling; ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned
   embedding (``DPPClassifier(embedding=(256, 128, 64))``, K = 16);
 * ``standard``: the same selection over the standard prototype;
@@ -210,16 +214,18 @@ def _embedded(pooling: str):
 #: the Hydra config store read too).
 METHODS: dict[str, Callable] = {
     "dpp": _dpp_cv(),
+    "dpp_best": _dpp_cv(rule="best"),
     "dpp_mean": _dpp_cv(["mean"]),
     "dpp_max": _dpp_cv(["max"]),
     "dpp_gem": _dpp_cv(["gem"]),
-    # selection rules (issue 42): the simplest candidate within one s.e. of the best, and the
-    # same rule as dpp on 2 x 3 repeated inner folds
+    # selection rules: the simplest candidate within one s.e. of the best, and the best on
+    # 2 x 3 repeated inner folds
     "dpp_1se": _dpp_cv(rule="one_se"),
-    "dpp_repeated": _dpp_cv(cv="repeated"),
+    "dpp_repeated": _dpp_cv(cv="repeated", rule="best"),
     # the best score less the optimism of choosing its rounds on the same folds
     "dpp_corrected": _dpp_cv(rule="corrected"),
-    # the per-pooling winners' probabilities averaged; the paper's pooling over 3 k-means seeds
+    # dpp's ensemble from three separate selections (the same to the bit); the paper's pooling
+    # over 3 k-means seeds
     "dpp_ensemble": _ensemble(),
     "dpp_seeds": _ensemble(("mean",), seeds=3),
     "dpp_embedded_mean": _embedded("mean"),
@@ -275,6 +281,21 @@ def _selection(estimator) -> dict:
     """Where each method's selection landed, and its final fit's status."""
     if isinstance(estimator, DPPClassifierCV):
         report = estimator.best_estimator_.fit_report_
+        members = getattr(estimator, "members_", None)
+        if members is not None:  # an ensemble: each member's choice
+            return {
+                "position": estimator.best_position_,
+                "beats_prior": estimator.beats_prior_,
+                "status": report.status,
+                "members": {
+                    m["name"]: {
+                        "l2": m["params"]["l2"],
+                        "rounds": m["rounds"],
+                        "status": estimator.best_estimator_.member_statuses_[m["name"]],
+                    }
+                    for m in members
+                },  # fmt: skip
+            }
         return {
             "l2": estimator.best_params_["l2"],
             "pooling": estimator.best_params_.get("pooling"),
@@ -425,7 +446,8 @@ def instance_metrics(estimator, sets, labels: np.ndarray, witnesses: np.ndarray)
         every held-out vector) and ``top_witness`` (the share of positive sets whose
         highest-evidence vector is a witness); for attention MIL also ``attention_auc`` and
         ``attention_top_witness`` (the same for its attention weights). Empty for an estimator
-        without :meth:`instance_scores`, or with one class of vectors.
+        without :meth:`instance_scores` (or one that refuses it: an ensemble), or with one class
+        of vectors.
     """
     from sklearn.metrics import roc_auc_score
 
@@ -433,7 +455,10 @@ def instance_metrics(estimator, sets, labels: np.ndarray, witnesses: np.ndarray)
         return {}
     positive = labels.argmax(1) == labels.shape[1] - 1
     out = {}
-    readings = {"": [s[:, -1] - s[:, 0] for s in estimator.instance_scores(sets)]}
+    try:
+        readings = {"": [s[:, -1] - s[:, 0] for s in estimator.instance_scores(sets)]}
+    except NotImplementedError:  # an ensemble of probabilities: no per-vector evidence
+        return {}
     if hasattr(estimator, "attention_weights"):
         readings["attention_"] = estimator.attention_weights(sets)
     sizes = sets.set_sizes()
@@ -457,7 +482,10 @@ def _example(estimator, sets, labels: np.ndarray, test: np.ndarray) -> dict:
     if chosen.size == 0:
         return {}
     example = sets.subset(chosen)
-    scores = estimator.instance_scores(example)[0]
+    try:
+        scores = estimator.instance_scores(example)[0]
+    except NotImplementedError:  # an ensemble of probabilities: no per-vector evidence
+        return {}
     out = {
         "example_set": int(chosen[0]),
         "example_evidence": (scores[:, -1] - scores[:, 0]).tolist(),
@@ -664,7 +692,9 @@ def paired_differences(records: list[dict], a: str, b: str, metric: str = "accur
     out of its standard error and no family of tasks loses significantly.
 
     Args:
-        records: suite records.
+        records: suite records; records of several runs carry a ``run`` field (the runs of
+            ``scripts/suite.py --compare`` with several ``--out`` folders), and a unit is then
+            one (run, task, draw, fold): differences pair records of one run only.
         a: a method name.
         b: another method name.
         metric: a record metric (``accuracy``, ``test_log_likelihood``, ...).
@@ -682,7 +712,7 @@ def paired_differences(records: list[dict], a: str, b: str, metric: str = "accur
     if "draw" not in frame:
         frame["draw"] = 0
     frame["draw"] = frame["draw"].fillna(0).astype(int)
-    keys = ["task", "draw", "fold"]
+    keys = ["task", "draw", "fold"] + (["run"] if "run" in frame else [])
     pairs = (
         frame[frame.method == a][[*keys, metric]]
         .merge(frame[frame.method == b][[*keys, metric]], on=keys, suffixes=("_a", "_b"))
@@ -703,6 +733,61 @@ def paired_differences(records: list[dict], a: str, b: str, metric: str = "accur
     family = pairs.task.map(lambda t: TASKS[t][2] if t in TASKS else t)
     result["families"] = {f: summary(pairs[family == f]) for f in dict.fromkeys(family)}
     return result
+
+
+#: The significance level of the default's rule: a rule worse than the paper's mean pooling on
+#: a task family at this Wilcoxon p is not shipped.
+ALPHA = 0.05
+
+
+def decide(records: list[dict], candidates, reference: str = "dpp_mean") -> dict:
+    """The default selection rule by the issue's criterion, from suite records.
+
+    Among ``candidates`` measured against ``reference`` (the paper's mean pooling) on paired
+    units, the one with the largest mean accuracy difference that is significantly worse
+    (Wilcoxon p < :data:`ALPHA` with a negative mean) on no task family.
+
+    Returns:
+        ``{"reference", "rows": {candidate: paired_differences(...) | {"eligible": bool,
+        "worse_on": [families]}}, "chosen": name or None}``; a candidate with no paired
+        unit is left out.
+    """
+    rows = {}
+    for name in candidates:
+        d = paired_differences(records, name, reference)
+        if not d["units"]:
+            continue
+        worse = [
+            f for f, part in d["families"].items()
+            if part["p"] is not None and part["p"] < ALPHA and part["mean"] < 0
+        ]  # fmt: skip
+        rows[name] = {**d, "eligible": not worse, "worse_on": worse}
+    eligible = [n for n, r in rows.items() if r["eligible"]]
+    chosen = max(eligible, key=lambda n: rows[n]["mean"], default=None)
+    return {"reference": reference, "rows": rows, "chosen": chosen}
+
+
+def decision_table(records: list[dict], candidates, reference: str = "dpp_mean") -> str:
+    """Markdown of :func:`decide`: each candidate against ``reference``, per family, chosen."""
+    result = decide(records, candidates, reference)
+    families = list(dict.fromkeys(f for row in result["rows"].values() for f in row["families"]))
+    lines = [
+        f"Accuracy difference against {reference} (points): mean ± s.e. over the paired units "
+        "(wins/ties/losses, Wilcoxon p); eligible: significantly worse (p < "
+        f"{ALPHA}) on no family",
+        "",
+        "| rule | all | " + " | ".join(families) + " | eligible |",
+        "|---|---|" + "---|" * len(families) + "---|",
+    ]
+    for name, row in result["rows"].items():
+        cells = [f"{_difference_cell(row, 100.0)} [{row['units']}]"] + [
+            _difference_cell(row["families"][f], 100.0) if f in row["families"] else "-"
+            for f in families
+        ]
+        verdict = "yes" if row["eligible"] else "no: worse on " + ", ".join(row["worse_on"])
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {verdict} |")
+    lines += ["", f"Chosen: {result['chosen']}"]
+    return "\n".join(lines) + "\n"
 
 
 def _difference_cell(d: dict, scale: float, digits: int = 2) -> str:
