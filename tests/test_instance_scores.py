@@ -206,7 +206,8 @@ def test_dpp_evidence_finds_the_witnesses():
 @pytest.mark.extended
 def test_the_cv_gives_its_refitted_estimators_evidence(rng):
     X, y = _problem(rng)
-    cv = dpp.DPPClassifierCV(dpp.DPPClassifier(n_prototypes=3, max_rounds=3), cv=2).fit(X, y)
+    cv = dpp.DPPClassifierCV(dpp.DPPClassifier(n_prototypes=3, max_rounds=3), cv=2, rule="best")
+    cv.fit(X, y)
     best = cv.best_estimator_
     for method in ("instance_scores", "soft_assignments"):
         got, want = getattr(cv, method)(X[:5]), getattr(best, method)(X[:5])

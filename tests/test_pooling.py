@@ -236,7 +236,7 @@ def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
     assert DPPClassifierCV().pooling == ("mean", "max", "gem")  # the default candidates
     search = DPPClassifierCV(
         DPPClassifier(n_prototypes=4, **quick), l2s=[0.1, 1.0], cv=3, max_extensions=0,
-        pooling=["mean", "max"],
+        pooling=["mean", "max"], rule="best",
     ).fit(X, np.array(y))  # fmt: skip
     results = search.cv_results_
     assert list(results["param_pooling"]) == ["mean", "mean", "max", "max"]
