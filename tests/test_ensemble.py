@@ -182,3 +182,34 @@ def test_the_ensemble_rule_with_one_member_is_the_best_rule():
     assert isinstance(one.best_estimator_, dpp.DPPClassifier) and not hasattr(one, "members_")
     assert one.best_params_ == best.best_params_ and one.best_score_ == best.best_score_
     np.testing.assert_array_equal(one.predict_proba(X[:5]), best.predict_proba(X[:5]))
+
+
+def test_random_state_none_is_a_fresh_seed_for_every_kind_of_estimator(monkeypatch):
+    """Issue 45: ``random_state=None`` meant seed 0 for the networks, the pooled regressions
+    and the CV folds but a fresh seed for the prototype estimators."""
+    import dpp.estimators.base as base
+
+    drawn = []
+    real = base.resolve_seed
+
+    def spy(random_state):
+        seed = real(random_state)
+        drawn.append((random_state, seed))
+        return seed
+
+    for module in ("dpp.estimators.base", "dpp.estimators.neural", "dpp.estimators.pooled",
+                   "dpp.estimators.cv"):  # fmt: skip
+        monkeypatch.setattr(f"{module}.resolve_seed", spy)
+    X, y = _two_class(20)
+    kinds = [
+        dpp.DPPClassifier(n_prototypes=2, max_rounds=1, random_state=None),
+        dpp.AttentionMILClassifier(max_epochs=1, embedding=(4,), random_state=None),
+        dpp.PoolingClassifier(Cs=[1.0], max_extensions=0, random_state=None),
+    ]
+    for est in kinds:
+        drawn.clear()
+        est.fit(X, y)
+        assert drawn and all(state is None for state, _ in drawn), type(est).__name__
+    seeds = {real(None) for _ in range(5)}
+    assert len(seeds) == 5  # fresh every time
+    assert real(7) == 7 and real(np.int64(3)) == 3

@@ -200,6 +200,18 @@ SHARED_PARAMETERS: dict[str, object] = {
 }
 
 
+def resolve_seed(random_state) -> int:
+    """The integer seed of a fit: ``random_state`` itself, or a fresh one for ``None``.
+
+    scikit-learn's reading of ``random_state=None`` (fresh randomness on every fit), the same
+    for every estimator here: the prototype estimators, the pooled regressions, the networks
+    and the folds of :class:`~dpp.DPPClassifierCV`. The default, ``0``, repeats exactly.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy % (2**31 - 1))
+    return int(random_state)
+
+
 def _store(estimator, values: dict) -> None:
     """Sets every constructor argument as an attribute, unchanged (scikit-learn's rule).
 
@@ -397,9 +409,7 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
         return Affine.fit(np.asarray(sets.vectors), self.standardize, self.pca_components)
 
     def _seed(self) -> int:
-        if self.random_state is None:
-            return int(np.random.SeedSequence().entropy % (2**31 - 1))
-        return int(self.random_state)
+        return resolve_seed(self.random_state)
 
     def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
         return sets if self.preprocess_ is None else self.preprocess_.sets(sets)

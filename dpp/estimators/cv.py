@@ -20,7 +20,13 @@ from dpp.errors import (
     warn_caller,
     warnings_attributed_to,
 )
-from dpp.estimators.base import SCORINGS, PrototypeClassifier, _store, labelled_sets
+from dpp.estimators.base import (
+    SCORINGS,
+    PrototypeClassifier,
+    _store,
+    labelled_sets,
+    resolve_seed,
+)
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
@@ -311,7 +317,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         base, candidates, by_round = self._checked()
         self.__dict__.pop("members_", None)  # an earlier fit's ensemble
         sets, classes = labelled_sets(X, y, sample_weight)
-        seed = 0 if base.random_state is None else int(base.random_state)
+        seed = resolve_seed(base.random_state)  # the folds' (None: fresh, as the fits')
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         search = _Search(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)

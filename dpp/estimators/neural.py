@@ -39,6 +39,7 @@ from dpp.estimators.base import (
     labelled_sets,
     per_set,
     prediction_sets,
+    resolve_seed,
     warn_unclean,
     write_model_file,
 )
@@ -497,7 +498,7 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
         self.preprocess_ = self._fit_preprocess(sets)
-        seed = 0 if self.random_state is None else int(self.random_state)
+        seed = resolve_seed(self.random_state)
         return self._preprocessed(sets), seed
 
     def _member(self, sets: RaggedSets, seed: int) -> Member:
@@ -668,7 +669,8 @@ class AttentionMILClassifier(NeuralSetClassifier):
             stratified); skipped below 10 sets, 0 turns it off.
         standardize: standardise the features on the training vectors first.
         preprocess: a prefit :class:`~dpp.units.Affine` used instead of ``standardize``.
-        random_state: seed of the split, the start, the order of the sets and dropout.
+        random_state: seed of the split, the start, the order of the sets and dropout
+            (``None``: a fresh one, as every estimator here).
     """
 
     method = "attention_mil"

@@ -37,6 +37,7 @@ from dpp.estimators.base import (
     labelled_sets,
     per_set,
     prediction_sets,
+    resolve_seed,
     write_model_file,
 )
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
@@ -104,7 +105,7 @@ class PooledLogisticClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         t0 = time.perf_counter()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
-        seed = 0 if self.random_state is None else int(self.random_state)
+        seed = resolve_seed(self.random_state)
         self.preprocess_ = self._fit_preprocess(sets)
         sets = self._preprocessed(sets)
         self._fit_features(sets, seed)
@@ -327,7 +328,7 @@ class PoolingClassifier(PooledLogisticClassifier):
         scoring: ``log_likelihood`` or ``accuracy`` (the selection's score).
         max_extensions: values that may be added beyond each end of ``Cs``.
         max_iter: lbfgs iterations of each logistic regression.
-        random_state: seed of the folds.
+        random_state: seed of the folds (``None``: a fresh one, as every estimator here).
         preprocess: a prefit :class:`~dpp.units.Affine` applied to the vectors before they are
             pooled (the experiments' per-trial map); ``None``: the vectors as given.
     """
