@@ -355,3 +355,25 @@ def test_a_selection_saves_its_refitted_estimator_and_returns_the_path(tmp_path)
     assert loaded.l2 == search.best_params_["l2"]
     np.testing.assert_array_equal(loaded.predict_proba(X), search.predict_proba(X))
     np.testing.assert_array_equal(loaded.classes_, search.classes_)
+
+
+@pytest.mark.parametrize("kind", sorted(dpp.estimators.ESTIMATORS))
+def test_every_set_model_transforms_sets_into_what_its_head_reads(kind):
+    """Issue 45: ``transform`` on every set model: the pooled representation its classifier
+    reads (the networks' ``z``, the pooled regressions' features, the prototype codes)."""
+    from scipy.special import log_softmax
+
+    est = _fitted()[kind]
+    probe = [_RNG_PROBE.normal(size=(m, 4)) for m in (1, 3, 7)]
+    z = est.transform(probe)
+    assert z.shape[0] == 3 and z.dtype == np.float64 and np.all(np.isfinite(z))
+    if kind in ("attention_mil", "deep_sets"):
+        head = est.network_.classifier
+        logits = z @ np.asarray(head.weight, np.float64).T + np.asarray(head.bias, np.float64)
+    elif kind in ("pooling", "bag_of_words"):
+        weights, bias = est.head_.linear()
+        logits = z @ weights + bias
+    else:  # eq. (16): z Theta in the model's internal units
+        logits = z @ np.asarray(est.theta_, np.float64)
+    assert logits.shape == (3, len(est.classes_))
+    np.testing.assert_allclose(log_softmax(logits, axis=1), est.predict_log_proba(probe), atol=2e-5)

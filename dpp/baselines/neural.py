@@ -117,10 +117,14 @@ class AttentionMIL(eqx.Module):
         scores = jax.vmap(self.attention_w)(gate)[:, 0]
         return jax.nn.softmax(jnp.where(mask, scores, -jnp.inf))
 
+    def pooled(self, x, mask, *, key=None, inference=True):
+        """``[H]`` the set's representation ``z = sum_k a_k h_k`` (Ilse et al. 2018, eq. 6)."""
+        h = self.embedding(x, key=key, inference=inference)
+        return self._attention(h, mask) @ h
+
     def __call__(self, x, mask, *, key=None, inference=True):
         """``[C]`` class logits of one padded set (``x [M, D]``, ``mask [M]``)."""
-        h = self.embedding(x, key=key, inference=inference)
-        return self.classifier(self._attention(h, mask) @ h)
+        return self.classifier(self.pooled(x, mask, key=key, inference=inference))
 
     def attention(self, x, mask):
         """``[M]`` attention weights ``a_k`` of one padded set (inference; 0 on padding rows)."""
@@ -167,14 +171,16 @@ class DeepSets(eqx.Module):
         """Which leaves weight decay applies to: all."""
         return jax.tree.map(lambda _: True, self)
 
-    def __call__(self, x, mask, *, key=None, inference=True):
-        """``[C]`` class logits of one padded set."""
+    def pooled(self, x, mask, *, key=None, inference=True):
+        """``[H]`` the set's representation: the embedding pooled by max or mean."""
         h = self.embedding(x, key=key, inference=inference)
         if self.pooling == "max":
-            z = jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0)
-        else:
-            z = jnp.sum(jnp.where(mask[:, None], h, 0.0), axis=0) / jnp.sum(mask)
-        return self.classifier(z)
+            return jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0)
+        return jnp.sum(jnp.where(mask[:, None], h, 0.0), axis=0) / jnp.sum(mask)
+
+    def __call__(self, x, mask, *, key=None, inference=True):
+        """``[C]`` class logits of one padded set."""
+        return self.classifier(self.pooled(x, mask, key=key, inference=inference))
 
     def instance_scores(self, x, mask):
         """``[M, C]`` each vector's part of the logits, the head's bias apart.
@@ -615,6 +621,12 @@ def log_proba(model: eqx.Module, bucket: Bucket) -> jax.Array:
     """``[N, C]`` log class probabilities of a bucket's sets (inference mode)."""
     logits = jax.vmap(lambda x, m: model(x, m, inference=True))(bucket.x, bucket.mask)
     return jax.nn.log_softmax(logits, axis=1)
+
+
+@eqx.filter_jit
+def pooled(model: eqx.Module, bucket: Bucket) -> jax.Array:
+    """``[N, H]`` the pooled representations of a bucket's sets (inference mode)."""
+    return jax.vmap(lambda x, m: model.pooled(x, m, inference=True))(bucket.x, bucket.mask)
 
 
 def embedded_codes(model: EmbeddedDPP, bucket: Bucket) -> jax.Array:

@@ -562,6 +562,24 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
         return np.exp(self.predict_log_proba(X))
 
+    def transform(self, X) -> np.ndarray:
+        """``[N, H]`` float64 pooled set representations ``z``, the linear head's input.
+
+        Attention MIL's ``sum_k a_k h_k``, MI-Net's max and Deep Sets' mean of the embedded
+        vectors (inference mode): the logits are ``z W^T + intercept_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets whose dimension differs from the training sets'.
+        """
+        check_is_fitted(self, "network_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        buckets, index = neural.bucketize(sets, 1, len(self.classes_))
+        out = np.zeros((sets.num_sets, int(self.network_.classifier.weight.shape[1])))
+        for bucket, rows in zip(buckets, index, strict=True):
+            out[rows] = np.asarray(neural.pooled(self.network_, bucket))[: rows.size]
+        return out
+
     # ------------------------------------------------------------------ instance evidence
     def instance_scores(self, X) -> list[np.ndarray]:
         """Each vector's contribution to its set's logits: one ``[M_n, C]`` array per set.

@@ -262,6 +262,20 @@ class PooledLogisticClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
         return np.exp(self.predict_log_proba(X))
 
+    def transform(self, X) -> np.ndarray:
+        """``[N, F]`` float64 pooled features of each set, the logistic regression's input.
+
+        The features before the fitted scaler (the pooled statistics, or the bag-of-words
+        histogram), in the units of the preprocessed vectors.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets whose dimension differs from the training sets'.
+        """
+        check_is_fitted(self, "head_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        return np.asarray(self._features(sets), np.float64)
+
     def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
         """``[T, F]`` each vector's share of its set's features (they sum to them)."""
         raise NotImplementedError
@@ -356,6 +370,20 @@ class PoolingClassifier(PooledLogisticClassifier):
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return pool_sets(sets, self.pooling)
 
+    def transform(self, X) -> np.ndarray:
+        """``[N, F]`` float64 pooled features of each set, the logistic regression's input.
+
+        The features before the fitted scaler (the pooled statistics, or the bag-of-words
+        histogram), in the units of the preprocessed vectors.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets whose dimension differs from the training sets'.
+        """
+        check_is_fitted(self, "head_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        return np.asarray(self._features(sets), np.float64)
+
     def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
         return pooled_shares(sets, self.pooling)
 
@@ -441,6 +469,20 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
 
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return np.asarray(self.encoder_.encode(sets), np.float64)
+
+    def transform(self, X) -> np.ndarray:
+        """``[N, F]`` float64 pooled features of each set, the logistic regression's input.
+
+        The features before the fitted scaler (the pooled statistics, or the bag-of-words
+        histogram), in the units of the preprocessed vectors.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets whose dimension differs from the training sets'.
+        """
+        check_is_fitted(self, "head_")
+        sets = self._preprocessed(prediction_sets(X, self))
+        return np.asarray(self._features(sets), np.float64)
 
     def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
         return self.encoder_.membership_shares(sets)
