@@ -105,6 +105,12 @@ def decide(outs: list[Path], rules: list[str]) -> int:
     records = read_runs(outs)
     if records is None:
         return 2
+    present = {r["method"] for r in records}
+    missing = [m for m in [*rules, "dpp_mean"] if m not in present]
+    if missing:
+        print(f"error: no records of {missing} in {', '.join(map(str, outs))}; they hold "
+              f"{sorted(present)}", file=sys.stderr)  # fmt: skip
+        return 2
     print(decision_table(records, rules))
     return 0
 

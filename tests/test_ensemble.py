@@ -213,3 +213,30 @@ def test_random_state_none_is_a_fresh_seed_for_every_kind_of_estimator(monkeypat
     seeds = {real(None) for _ in range(5)}
     assert len(seeds) == 5  # fresh every time
     assert real(7) == 7 and real(np.int64(3)) == 3
+
+
+def test_the_decision_ships_the_best_rule_worse_on_no_family():
+    """``decide``: the largest mean gain over dpp_mean among the rules that no task family finds
+    significantly worse; units pair within one run only."""
+    from dpp.experiment.suite import decide
+
+    rng = np.random.default_rng(0)
+    records = []
+    for run in ("a", "b"):
+        for task in ("witness_d10_r10", "proportion_d10_c3"):
+            for fold in range(12):
+                base = rng.uniform(0.6, 0.8)
+                witness = task.startswith("witness")
+                gains = {  # broad: +3 points everywhere; risky: +10 on witness, -3 on proportion
+                    "dpp_mean": 0.0, "broad": 0.03 + 0.001 * fold,
+                    "risky": (0.10 if witness else -0.03) + 0.001 * fold,
+                }  # fmt: skip
+                for method, gain in gains.items():
+                    records.append({"run": run, "task": task, "draw": 0, "fold": fold,
+                                    "method": method, "accuracy": base + gain})  # fmt: skip
+    result = decide(records, ["broad", "risky"])
+    rows = result["rows"]
+    assert rows["risky"]["mean"] > rows["broad"]["mean"]  # more on average...
+    assert rows["risky"]["worse_on"] == ["proportion"] and not rows["risky"]["eligible"]
+    assert rows["broad"]["eligible"] and result["chosen"] == "broad"
+    assert rows["broad"]["units"] == 48  # 2 runs x 2 tasks x 12 folds, paired within a run
