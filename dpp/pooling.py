@@ -29,13 +29,12 @@ Every function works on flat ragged layouts with segment ops (``segment_max``,
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-#: Pooling kinds by name (``DPPClassifier(pooling=...)``).
-POOLINGS = ("mean", "max", "gem")
 #: Largest exponent of the generalised mean.
 GEM_P_MAX = 64.0
 #: The generalised mean's starting exponent (Radenović et al. 2018).
@@ -46,12 +45,39 @@ LOG_CODE_MIN = -1.0e4
 
 
 # ``kind`` is each pytree's static node data: two poolings without leaves would otherwise have
-# equal tree structures, and a compiled program of one could be reused for the other.
+# equal tree structures, and a compiled program of one could be reused for the other. Each class
+# holds everything its pooling is: its value, its backward pass, each vector's share and its
+# simplicity; the module's functions (:func:`segment_pool`, :func:`pooled_cotangent`,
+# :func:`segment_shares`) call these methods, and :data:`REGISTRY` names them.
 @dataclasses.dataclass(frozen=True)
 class MeanPooling:
     """Eq. (2): the mean of a set's codes (the paper's pooling; no parameter)."""
 
     kind: str = dataclasses.field(default="mean", init=False)
+    #: Simplicity rank among the poolings (larger: simpler; model selection's tie-break).
+    rank: ClassVar[int] = 0
+    #: Names of the learned parameters (each saved as ``pool_<name>`` in a model file).
+    parameters: ClassVar[tuple[str, ...]] = ()
+
+    def pool(self, f, log_f, ids, num_segments: int):
+        """``[S, K]`` the mean of each segment's codes (see :func:`segment_pool`)."""
+        del log_f
+        totals = jax.ops.segment_sum(f, ids, num_segments, indices_are_sorted=True)
+        return totals / jnp.maximum(_counts(f, ids, num_segments), 1.0)[:, None]
+
+    def cotangent(self, f, log_f, ids, z, dz):
+        """``dL/d log f = dL/dz f / M`` (see :func:`pooled_cotangent`); no parameter."""
+        del log_f, z
+        counts = _counts(f, ids, dz.shape[0])
+        per_row = _gather(dz / jnp.maximum(counts, 1.0)[:, None], ids)
+        return jnp.where((ids < dz.shape[0])[:, None], f * per_row, 0.0), jnp.zeros((), f.dtype)
+
+    def shares(self, f, log_f, ids, num_segments: int):
+        """``[R, K]`` each row's share ``f / M`` (see :func:`segment_shares`)."""
+        del log_f
+        valid = (ids < num_segments)[:, None]
+        counts = _counts(f, ids, num_segments)
+        return jnp.where(valid, f / _gather(jnp.maximum(counts, 1.0)[:, None], ids, 1.0), 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +85,35 @@ class MaxPooling:
     """The largest code of each prototype over a set (no parameter)."""
 
     kind: str = dataclasses.field(default="max", init=False)
+    rank: ClassVar[int] = -1
+    parameters: ClassVar[tuple[str, ...]] = ()
+
+    def pool(self, f, log_f, ids, num_segments: int):
+        """``[S, K]`` the largest code; its gradient split equally among the ties."""
+        del log_f
+        ties, largest = _ties(jax.lax.stop_gradient(f), ids, num_segments)
+        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
+        total = jax.ops.segment_sum(jnp.where(ties, f, 0.0), ids, num_segments, True)
+        # the value is the largest code exactly; the gradient is split equally among the ties
+        mean_of_ties = total / jnp.maximum(share, 1.0)
+        value = jnp.where(share > 0, largest, 0.0)
+        return value + mean_of_ties - jax.lax.stop_gradient(mean_of_ties)
+
+    def cotangent(self, f, log_f, ids, z, dz):
+        """``dL/d log f = dL/dz f [f = z] / #ties`` (see :func:`pooled_cotangent`)."""
+        del log_f, z
+        ties, _ = _ties(f, ids, dz.shape[0])
+        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, dz.shape[0], True)
+        per_tie = dz / jnp.maximum(share, 1.0)
+        return jnp.where(ties, f * _gather(per_tie, ids), 0.0), jnp.zeros((), f.dtype)
+
+    def shares(self, f, log_f, ids, num_segments: int):
+        """``[R, K]`` the largest code, split equally among the rows that hold it."""
+        del log_f
+        ties, largest = _ties(f, ids, num_segments)
+        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
+        per_tie = jnp.where(share > 0, largest, 0.0) / jnp.maximum(share, 1.0)
+        return jnp.where(ties, _gather(per_tie, ids), 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,6 +126,8 @@ class GeMPooling:
 
     rho: jax.Array | float
     kind: str = dataclasses.field(default="gem", init=False)
+    rank: ClassVar[int] = -2
+    parameters: ClassVar[tuple[str, ...]] = ("rho",)
 
     def p(self) -> jax.Array:
         """``p = 1 + min(softplus(rho), GEM_P_MAX - 1)``, in ``[1, GEM_P_MAX]``.
@@ -79,6 +136,57 @@ class GeMPooling:
         mean, as a fit that prefers the mean drives it there.
         """
         return 1.0 + jnp.minimum(jax.nn.softplus(self.rho), GEM_P_MAX - 1.0)
+
+    def _weights(self, log_f, ids, num_segments: int, p, stop: bool):
+        """The generalised mean's segment softmax parts: ``(shift, terms, sums)``.
+
+        Each segment's largest ``p log f``, each row's ``exp(p log f - shift)`` and their segment
+        sums (``stop``: no gradient through the shift).
+        """
+        valid = (ids < num_segments)[:, None]
+        v = p * jnp.maximum(log_f, LOG_CODE_MIN)
+        shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
+        shift = jnp.where(jnp.isfinite(shift), shift, 0.0)
+        if stop:
+            shift = jax.lax.stop_gradient(shift)
+        terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
+        sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
+        return shift, terms, sums
+
+    def pool(self, f, log_f, ids, num_segments: int):
+        """``[S, K]`` ``(mean of f^p)^(1/p)``, in log space (see :func:`segment_pool`)."""
+        p = self.p().astype(f.dtype)
+        shift, _, sums = self._weights(log_f, ids, num_segments, p, stop=True)
+        filled = sums > 0
+        log_mean = (
+            shift
+            + jnp.log(jnp.where(filled, sums, 1.0))
+            - jnp.log(jnp.maximum(_counts(f, ids, num_segments), 1.0))[:, None]
+        )
+        return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
+
+    def cotangent(self, f, log_f, ids, z, dz):
+        """``dL/d log f = dL/dz z w`` and ``dL/drho`` (see :func:`pooled_cotangent`)."""
+        num_segments = z.shape[0]
+        p = self.p().astype(f.dtype)
+        clipped = jnp.maximum(log_f, LOG_CODE_MIN)
+        _, terms, sums = self._weights(log_f, ids, num_segments, p, stop=False)
+        w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids, fill=1.0)
+        h = _gather(dz * z, ids) * w * (log_f > LOG_CODE_MIN)
+        mean_log = jax.ops.segment_sum(w * clipped, ids, num_segments, indices_are_sorted=True)
+        log_z = jnp.log(jnp.where(z > 0, z, 1.0))
+        dz_dp = jnp.where(z > 0, z * (mean_log - log_z) / p, 0.0)
+        dp_drho = jax.nn.sigmoid(self.rho) * (jax.nn.softplus(self.rho) < GEM_P_MAX - 1.0)
+        return h, jnp.sum(dz * dz_dp) * dp_drho.astype(f.dtype)
+
+    def shares(self, f, log_f, ids, num_segments: int):
+        """``[R, K]`` each row's share ``z w`` (see :func:`segment_shares`)."""
+        valid = (ids < num_segments)[:, None]
+        z = self.pool(f, log_f, ids, num_segments)
+        p = self.p().astype(f.dtype)
+        _, terms, sums = self._weights(log_f, ids, num_segments, p, stop=False)
+        w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids, fill=1.0)
+        return jnp.where(valid, _gather(z, ids) * w, 0.0)
 
 
 def _register(cls, data: list[str]) -> None:
@@ -128,6 +236,11 @@ _register(GeMPooling, ["rho"])
 _register(PoolingChoice, ["index", "rho"])
 
 Pooling = MeanPooling | MaxPooling | GeMPooling
+#: Every pooling class by name: the one place a pooling's name is read.
+REGISTRY: dict[str, type] = {cls.kind: cls for cls in (MeanPooling, MaxPooling, GeMPooling)}
+#: Pooling kinds by name (``DPPClassifier(pooling=...)``), in :data:`REGISTRY`'s order (the
+#: index of a :class:`PoolingChoice`).
+POOLINGS = tuple(REGISTRY)
 #: The paper's pooling.
 MEAN = MeanPooling()
 
@@ -193,18 +306,40 @@ def make_pooling(kind: str, rho: float | None = None) -> Pooling:
     Raises:
         ValueError: an unknown kind, naming the choices.
     """
-    if kind == "mean":
+    if kind not in REGISTRY:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {kind!r}")
+    if kind == MEAN.kind:
         return MEAN
-    if kind == "max":
-        return MaxPooling()
-    if kind == "gem":
-        return GeMPooling(jnp.float32(gem_rho(GEM_P_START) if rho is None else rho))
-    raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {kind!r}")
+    cls = REGISTRY[kind]
+    if not cls.parameters:
+        return cls()
+    return cls(jnp.float32(gem_rho(GEM_P_START) if rho is None else rho))
 
 
 def exponent(pooling: Pooling) -> float | None:
     """The generalised mean's ``p`` as a float, ``None`` for the other poolings."""
     return float(pooling.p()) if isinstance(pooling, GeMPooling) else None
+
+
+def simplicity(kind: str | None) -> int:
+    """The simplicity rank of a pooling by name (larger: simpler; ``None``: the mean's).
+
+    Raises:
+        ValueError: an unknown kind, naming the choices.
+    """
+    if kind is None:
+        return MeanPooling.rank
+    if kind not in REGISTRY:
+        raise ValueError(f"pooling must be one of {', '.join(POOLINGS)}, got {kind!r}")
+    return REGISTRY[kind].rank
+
+
+def _counts(f, ids, num_segments: int):
+    """``[S]`` rows per segment (padding rows, id ``S``, not counted), in ``f``'s dtype."""
+    valid = (ids < num_segments)[:, None]
+    return jax.ops.segment_sum(
+        valid.astype(f.dtype)[:, 0], ids, num_segments, indices_are_sorted=True
+    )
 
 
 def _gather(per_segment, ids, fill: float = 0.0):
@@ -234,32 +369,7 @@ def segment_pool(
     Returns:
         ``[S, K]`` codes; 0 for a segment without rows.
     """
-    valid = (ids < num_segments)[:, None]
-    counts = jax.ops.segment_sum(
-        valid.astype(f.dtype)[:, 0], ids, num_segments, indices_are_sorted=True
-    )
-    if isinstance(pooling, MeanPooling):
-        totals = jax.ops.segment_sum(f, ids, num_segments, indices_are_sorted=True)
-        return totals / jnp.maximum(counts, 1.0)[:, None]
-    if isinstance(pooling, MaxPooling):
-        ties, largest = _ties(jax.lax.stop_gradient(f), ids, num_segments)
-        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
-        total = jax.ops.segment_sum(jnp.where(ties, f, 0.0), ids, num_segments, True)
-        # the value is the largest code exactly; the gradient is split equally among the ties
-        mean_of_ties = total / jnp.maximum(share, 1.0)
-        value = jnp.where(share > 0, largest, 0.0)
-        return value + mean_of_ties - jax.lax.stop_gradient(mean_of_ties)
-    p = pooling.p().astype(f.dtype)
-    v = p * jnp.maximum(log_f, LOG_CODE_MIN)
-    shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
-    shift = jax.lax.stop_gradient(jnp.where(jnp.isfinite(shift), shift, 0.0))
-    terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
-    sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
-    filled = sums > 0
-    log_mean = (
-        shift + jnp.log(jnp.where(filled, sums, 1.0)) - jnp.log(jnp.maximum(counts, 1.0))[:, None]
-    )
-    return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
+    return pooling.pool(f, log_f, ids, num_segments)
 
 
 def padded_pool(pooling: Pooling, f: jax.Array, log_f: jax.Array, mask: jax.Array) -> jax.Array:
@@ -309,27 +419,7 @@ def pooled_cotangent(
     Returns:
         ``([R, K] dL/dlog f, [] dL/drho)`` (``dL/drho`` is 0 for max).
     """
-    num_segments = z.shape[0]
-    valid = (ids < num_segments)[:, None]
-    if isinstance(pooling, MaxPooling):
-        ties, _ = _ties(f, ids, num_segments)
-        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
-        per_tie = dz / jnp.maximum(share, 1.0)
-        return jnp.where(ties, f * _gather(per_tie, ids), 0.0), jnp.zeros((), f.dtype)
-    p = pooling.p().astype(f.dtype)
-    clipped = jnp.maximum(log_f, LOG_CODE_MIN)
-    v = p * clipped
-    shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
-    shift = jnp.where(jnp.isfinite(shift), shift, 0.0)
-    terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
-    sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
-    w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids, fill=1.0)
-    h = _gather(dz * z, ids) * w * (log_f > LOG_CODE_MIN)
-    mean_log = jax.ops.segment_sum(w * clipped, ids, num_segments, indices_are_sorted=True)
-    log_z = jnp.log(jnp.where(z > 0, z, 1.0))
-    dz_dp = jnp.where(z > 0, z * (mean_log - log_z) / p, 0.0)
-    dp_drho = jax.nn.sigmoid(pooling.rho) * (jax.nn.softplus(pooling.rho) < GEM_P_MAX - 1.0)
-    return h, jnp.sum(dz * dz_dp) * dp_drho.astype(f.dtype)
+    return pooling.cotangent(f, log_f, ids, z, dz)
 
 
 def segment_shares(
@@ -358,23 +448,4 @@ def segment_shares(
     Returns:
         ``[R, K]`` shares in the dtype of ``f``, non-negative; padding rows 0.
     """
-    valid = (ids < num_segments)[:, None]
-    if isinstance(pooling, MeanPooling):
-        counts = jax.ops.segment_sum(
-            valid.astype(f.dtype)[:, 0], ids, num_segments, indices_are_sorted=True
-        )
-        return jnp.where(valid, f / _gather(jnp.maximum(counts, 1.0)[:, None], ids, 1.0), 0.0)
-    if isinstance(pooling, MaxPooling):
-        ties, largest = _ties(f, ids, num_segments)
-        share = jax.ops.segment_sum(ties.astype(f.dtype), ids, num_segments, True)
-        per_tie = jnp.where(share > 0, largest, 0.0) / jnp.maximum(share, 1.0)
-        return jnp.where(ties, _gather(per_tie, ids), 0.0)
-    z = segment_pool(pooling, f, log_f, ids, num_segments)
-    p = pooling.p().astype(f.dtype)
-    v = p * jnp.maximum(log_f, LOG_CODE_MIN)
-    shift = jax.ops.segment_max(v, ids, num_segments, indices_are_sorted=True)
-    shift = jnp.where(jnp.isfinite(shift), shift, 0.0)
-    terms = jnp.where(valid, jnp.exp(v - _gather(shift, ids)), 0.0)
-    sums = jax.ops.segment_sum(terms, ids, num_segments, indices_are_sorted=True)
-    w = terms / _gather(jnp.where(sums > 0, sums, 1.0), ids, fill=1.0)
-    return jnp.where(valid, _gather(z, ids) * w, 0.0)
+    return pooling.shares(f, log_f, ids, num_segments)

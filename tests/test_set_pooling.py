@@ -203,3 +203,44 @@ def test_every_fit_mode_learns_with_every_pooling_and_saves_it(rng, settings, tm
     loaded = dpp.load(est.save(tmp_path / "model.npz"))
     assert loaded.model_.pooling.kind == settings["pooling"]
     np.testing.assert_array_equal(loaded.predict_proba(X), est.predict_proba(X))
+
+
+def test_every_registered_pooling_holds_its_value_backward_pass_shares_and_rank():
+    """Issue 45: one class per pooling, named by the registry: its shares sum to its pooled
+    value, its hand-written backward pass is autodiff's, and the ranks order the simple first."""
+    import jax
+    import jax.numpy as jnp
+
+    from dpp import pooling
+
+    assert tuple(pooling.REGISTRY) == pooling.POOLINGS
+    rng = np.random.default_rng(4)
+    rows, k, segments = 40, 3, 6
+    log_f = jnp.asarray(jax.nn.log_softmax(rng.normal(size=(rows, k)) * 2, axis=1))
+    ids = jnp.asarray(np.sort(np.r_[rng.integers(0, segments, rows - 4), [segments] * 4]))
+    dz = jnp.asarray(rng.normal(size=(segments, k)))
+    with jax.enable_x64(True):
+        log_f, dz = log_f.astype(jnp.float64), dz.astype(jnp.float64)
+        for name, cls in pooling.REGISTRY.items():
+            made = pooling.make_pooling(name, *([0.7] if cls.parameters else []))
+            assert isinstance(made, cls) and made.kind == name
+            pool = cls(jnp.float64(0.7)) if cls.parameters else cls()
+            z = pool.pool(jnp.exp(log_f), log_f, ids, segments)
+            shares = pool.shares(jnp.exp(log_f), log_f, ids, segments)
+            np.testing.assert_allclose(
+                jax.ops.segment_sum(shares, ids, segments + 1)[:segments], z, atol=1e-12
+            )
+
+            def loss(log_f, rho, cls=cls):
+                p = cls(rho) if cls.parameters else cls()
+                return jnp.sum(p.pool(jnp.exp(log_f), log_f, ids, segments) * dz)
+
+            rho = jnp.float64(0.7)
+            auto_f, auto_rho = jax.grad(loss, argnums=(0, 1))(log_f, rho)
+            by_hand, d_rho = pool.cotangent(jnp.exp(log_f), log_f, ids, z, dz)
+            np.testing.assert_allclose(by_hand, auto_f, atol=1e-10, err_msg=name)
+            np.testing.assert_allclose(d_rho, auto_rho if cls.parameters else 0.0, atol=1e-10)
+    ranks = [pooling.simplicity(name) for name in ("mean", "max", "gem")]
+    assert ranks == sorted(ranks, reverse=True) and pooling.simplicity(None) == ranks[0]
+    with pytest.raises(ValueError, match="pooling must be one of mean, max, gem"):
+        pooling.simplicity("median")

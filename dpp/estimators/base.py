@@ -12,7 +12,6 @@ import warnings
 from pathlib import Path
 from typing import ClassVar
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
@@ -25,6 +24,7 @@ from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.model import FitReport, FittedModel
 from dpp.model_file import jsonable
 from dpp.pooling import MEAN, make_pooling
+from dpp.pooling import REGISTRY as POOLING_REGISTRY
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers import options as solver_options
 from dpp.units import Affine, Normalizer
@@ -581,15 +581,16 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
             arrays["log_beta"] = np.asarray(model.log_beta)
         if model.normalizer.shift is not None:
             arrays["normalizer_shift"] = np.asarray(model.normalizer.shift, np.float64)
-        for name, leaf in zip(("pool_rho",), jax.tree.leaves(model.pooling), strict=False):
-            arrays[name] = np.asarray(leaf, np.float64)  # the generalised mean's rho
+        for name in type(model.pooling).parameters:  # by name: the generalised mean's rho
+            arrays[f"pool_{name}"] = np.asarray(getattr(model.pooling, name), np.float64)
         return write_model_file(self, path, model.method, arrays, self.fit_report_.to_dict())
 
     #: Arrays of this estimator's model file besides the shared ones (preprocessing and
     #: ``param_init``): ``(required, optional)`` names.
     _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
         frozenset({"mu", "theta", "history", "normalizer_scale"}),
-        frozenset({"log_beta", "normalizer_shift", "pool_rho"}),
+        frozenset({"log_beta", "normalizer_shift"})
+        | {f"pool_{name}" for cls in POOLING_REGISTRY.values() for name in cls.parameters},
     )
 
     def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
@@ -619,17 +620,19 @@ class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, Base
         pooling = MEAN
         if self.method == "dpp":
             shapes["log_beta"] = (k,) if self.per_prototype_beta else ()
-            shapes["pool_rho"] = ()
             if "log_beta" not in arrays:
                 raise ModelFileError(f"{path} is damaged: missing array(s) log_beta")
-            if ("pool_rho" in arrays) != (self.pooling == "gem"):
-                found = "has" if "pool_rho" in arrays else "lacks"
+            own = {f"pool_{n}" for n in POOLING_REGISTRY[self.pooling].parameters}
+            for name in sorted({n for n in arrays if n.startswith("pool_")} ^ own):
+                owner = [k for k, c in POOLING_REGISTRY.items() if name[5:] in c.parameters]
+                found = "has" if name in arrays else "lacks"
                 raise model_file.bad(
-                    path, "array pool_rho",
-                    f"comes with pooling = 'gem' alone (pooling = {self.pooling!r}, and the file "
-                    f"{found} it)",
+                    path, f"array {name}",
+                    f"comes with pooling = {owner[0] if owner else 'none'!r} alone (pooling = "
+                    f"{self.pooling!r}, and the file {found} it)",
                 )  # fmt: skip
-            pooling = make_pooling(self.pooling, arrays.get("pool_rho"))
+            shapes.update({name: () for name in own})
+            pooling = make_pooling(self.pooling, *(arrays[name] for name in sorted(own)))
         check_shapes(path, arrays, shapes, f"n_prototypes = {k}, {classes} classes and {dim} "
                      "features (after preprocessing)")  # fmt: skip
         if arrays["history"].ndim != 1:

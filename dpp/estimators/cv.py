@@ -32,7 +32,7 @@ from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
 from dpp.estimators.neural import fit_together
 from dpp.metrics import weighted_score
-from dpp.pooling import POOLINGS
+from dpp.pooling import POOLINGS, simplicity
 from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
 from dpp.sets import Layout, RaggedSets
 from dpp.solvers import options as solver_options
@@ -74,8 +74,7 @@ class Group(NamedTuple):
         Fewer prototypes first, then no embedding, then the paper's mean pooling before max
         and max before the generalised mean.
         """
-        rank = {None: 0, "mean": 0, "max": -1, "gem": -2}[self.pooling]
-        return (-self.n_prototypes, self.embedding is None, rank)
+        return (-self.n_prototypes, self.embedding is None, simplicity(self.pooling))
 
 
 #: Why :class:`DPPClassifierCV` refuses an estimator, and what tunes it instead.
