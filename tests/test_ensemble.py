@@ -240,3 +240,32 @@ def test_the_decision_ships_the_best_rule_worse_on_no_family():
     assert rows["risky"]["worse_on"] == ["proportion"] and not rows["risky"]["eligible"]
     assert rows["broad"]["eligible"] and result["chosen"] == "broad"
     assert rows["broad"]["units"] == 48  # 2 runs x 2 tasks x 12 folds, paired within a run
+
+
+def test_every_estimator_names_its_parameters_and_the_shared_block_agrees():
+    """Issue 45: explicit keyword parameters in every ``__init__`` (no signature rewriting, no
+    ``locals()`` storing); a parameter of the shared block has its one default everywhere."""
+    import inspect
+
+    from dpp.estimators import ESTIMATORS, DPPClassifierCV
+    from dpp.estimators.base import SHARED_PARAMETERS
+
+    for cls in [*ESTIMATORS.values(), DPPClassifierCV, SetEnsembleClassifier]:
+        init = cls.__init__
+        assert "__signature__" not in vars(init), cls.__name__  # the source is the signature
+        params = inspect.signature(init).parameters
+        assert all(p.kind is not p.VAR_KEYWORD for p in params.values()), cls.__name__
+        est = cls()
+        names = [n for n in params if n != "self"]
+        assert sorted(est.get_params(deep=False)) == sorted(names)
+        assert {n: getattr(est, n) for n in names} == {n: params[n].default for n in names}
+        for name, default in SHARED_PARAMETERS.items():
+            if name in params:
+                assert params[name].default == default, (cls.__name__, name)
+        with pytest.raises(TypeError, match="unexpected keyword argument 'no_such'"):
+            cls(no_such=1)
+    prototype = [
+        c for c in ESTIMATORS.values() if issubclass(c, dpp.estimators.PrototypeClassifier)
+    ]
+    for cls in prototype:  # every prototype estimator takes the whole block
+        assert set(SHARED_PARAMETERS) <= set(inspect.signature(cls.__init__).parameters)

@@ -11,7 +11,8 @@ from dpp import params as check
 from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard, hard_code_model
-from dpp.estimators.base import PrototypeClassifier, _store
+from dpp.estimators.base import PrototypeClassifier
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
 from dpp.model import FittedModel
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
@@ -36,9 +37,32 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         self,
         n_prototypes: int = 10,
         l2: float = _FIT.l2,
-        **shared,
+        *,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess=None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
+        random_state: int | None = 0,
+        verbose: bool = False,
     ):
-        _store(self, locals())
+        self.n_prototypes = n_prototypes
+        self.l2 = l2
+        self.standardize = standardize
+        self.pca_components = pca_components
+        self.preprocess = preprocess
+        self.init = init
+        self.warm_start = warm_start
+        self.optimizer = optimizer
+        self.optimizer_options = optimizer_options
+        self.kmeans_n_init = kmeans_n_init
+        self.kmeans_max_iter = kmeans_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         centres = self._initial_centres(sets, seed)
@@ -98,9 +122,37 @@ class InfoLossClassifier(PrototypeClassifier):
         max_rounds: int = _INFOLOSS.max_rounds,
         tol: float = _INFOLOSS.tol,
         centre_max_iter: int = _INFOLOSS.centre_solver.max_iter,
-        **shared,
+        *,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess=None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
+        random_state: int | None = 0,
+        verbose: bool = False,
     ):
-        _store(self, locals())
+        self.n_prototypes = n_prototypes
+        self.l2 = l2
+        self.beta_scale = beta_scale
+        self.gamma_scale = gamma_scale
+        self.max_rounds = max_rounds
+        self.tol = tol
+        self.centre_max_iter = centre_max_iter
+        self.standardize = standardize
+        self.pca_components = pca_components
+        self.preprocess = preprocess
+        self.init = init
+        self.warm_start = warm_start
+        self.optimizer = optimizer
+        self.optimizer_options = optimizer_options
+        self.kmeans_n_init = kmeans_n_init
+        self.kmeans_max_iter = kmeans_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **PrototypeClassifier._parameter_constraints,
@@ -138,9 +190,32 @@ class ClassPriorClassifier(PrototypeClassifier):
         self,
         n_prototypes: int = 1,
         l2: float = 0.0,
-        **shared,
+        *,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess=None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
+        random_state: int | None = 0,
+        verbose: bool = False,
     ):
-        _store(self, locals())
+        self.n_prototypes = n_prototypes
+        self.l2 = l2
+        self.standardize = standardize
+        self.pca_components = pca_components
+        self.preprocess = preprocess
+        self.init = init
+        self.warm_start = warm_start
+        self.optimizer = optimizer
+        self.optimizer_options = optimizer_options
+        self.kmeans_n_init = kmeans_n_init
+        self.kmeans_max_iter = kmeans_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         del seed

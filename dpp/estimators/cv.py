@@ -23,7 +23,6 @@ from dpp.errors import (
 from dpp.estimators.base import (
     SCORINGS,
     PrototypeClassifier,
-    _store,
     labelled_sets,
     resolve_seed,
 )
@@ -287,7 +286,17 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         rule: str = "ensemble",
         n_jobs: int | None = None,
     ):
-        _store(self, locals())
+        self.estimator = estimator
+        self.l2s = l2s
+        self.n_prototypes = n_prototypes
+        self.pooling = pooling
+        self.embedding = embedding
+        self.cv = cv
+        self.scoring = scoring
+        self.max_extensions = max_extensions
+        self.select_rounds = select_rounds
+        self.rule = rule
+        self.n_jobs = n_jobs
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Cross-validates every (``n_prototypes``, ``l2``) candidate, then refits the best.

@@ -13,14 +13,14 @@ from sklearn.utils.validation import check_is_fitted
 from dpp import params as check
 from dpp.baselines import neural
 from dpp.baselines.infoloss import InfoLossSettings
-from dpp.estimators.base import PrototypeClassifier, _store, write_model_file
+from dpp.estimators.base import PrototypeClassifier, write_model_file
 from dpp.estimators.neural import (
     Member,
     network_leaves,
     restore_network,
     train_with_early_stopping,
 )
-from dpp.init import init_log_beta, kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
 from dpp.model.fit import FIT_RULES
@@ -140,9 +140,46 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
         devices: int | str = 1,
-        **shared,
+        *,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess=None,
+        init="k-means",
+        warm_start: bool = False,
+        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
+        optimizer_options: dict | None = None,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
+        random_state: int | None = 0,
+        verbose: bool = False,
     ):
-        _store(self, locals())
+        self.n_prototypes = n_prototypes
+        self.l2 = l2
+        self.mode = mode
+        self.max_rounds = max_rounds
+        self.tol = tol
+        self.beta_step_limit = beta_step_limit
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.beta_scale = beta_scale
+        self.per_prototype_beta = per_prototype_beta
+        self.pooling = pooling
+        self.embedding = embedding
+        self.beta_prior = beta_prior
+        self.beta_prior_loc = beta_prior_loc
+        self.beta_prior_scale = beta_prior_scale
+        self.devices = devices
+        self.standardize = standardize
+        self.pca_components = pca_components
+        self.preprocess = preprocess
+        self.init = init
+        self.warm_start = warm_start
+        self.optimizer = optimizer
+        self.optimizer_options = optimizer_options
+        self.kmeans_n_init = kmeans_n_init
+        self.kmeans_max_iter = kmeans_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **PrototypeClassifier._parameter_constraints,

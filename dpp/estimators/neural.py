@@ -35,7 +35,6 @@ from dpp import params as check
 from dpp.baselines import neural
 from dpp.estimators.base import (
     FitReportView,
-    _store,
     labelled_sets,
     per_set,
     prediction_sets,
@@ -709,7 +708,19 @@ class AttentionMILClassifier(NeuralSetClassifier):
         preprocess: Affine | None = None,
         random_state: int | None = 0,
     ):
-        _store(self, locals())
+        self.gated = gated
+        self.attention_size = attention_size
+        self.embedding = embedding
+        self.dropout = dropout
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.standardize = standardize
+        self.preprocess = preprocess
+        self.random_state = random_state
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **NeuralSetClassifier._parameter_constraints,
@@ -779,7 +790,18 @@ class DeepSetsClassifier(NeuralSetClassifier):
         preprocess: Affine | None = None,
         random_state: int | None = 0,
     ):
-        _store(self, locals())
+        self.pooling = pooling
+        self.embedding = embedding
+        self.dropout = dropout
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.standardize = standardize
+        self.preprocess = preprocess
+        self.random_state = random_state
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **NeuralSetClassifier._parameter_constraints,

@@ -32,7 +32,6 @@ from dpp.errors import warn_caller
 from dpp.estimators.base import (
     SCORINGS,
     FitReportView,
-    _store,
     check_shapes,
     labelled_sets,
     per_set,
@@ -360,7 +359,14 @@ class PoolingClassifier(PooledLogisticClassifier):
         random_state: int | None = 0,
         preprocess: Affine | None = None,
     ):
-        _store(self, locals())
+        self.pooling = pooling
+        self.Cs = Cs
+        self.cv = cv
+        self.scoring = scoring
+        self.max_extensions = max_extensions
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.preprocess = preprocess
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **PooledLogisticClassifier._parameter_constraints,
@@ -435,7 +441,18 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         max_iter: int = 1000,
         random_state: int | None = 0,
     ):
-        _store(self, locals())
+        self.n_prototypes = n_prototypes
+        self.standardize = standardize
+        self.preprocess = preprocess
+        self.init = init
+        self.kmeans_n_init = kmeans_n_init
+        self.kmeans_max_iter = kmeans_max_iter
+        self.Cs = Cs
+        self.cv = cv
+        self.scoring = scoring
+        self.max_extensions = max_extensions
+        self.max_iter = max_iter
+        self.random_state = random_state
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **PooledLogisticClassifier._parameter_constraints,
