@@ -334,3 +334,28 @@ def test_a_validation_value_that_is_not_finite_is_a_failed_fit_naming_the_epoch(
     assert _status(restored, None, settings)[0] == "failed"
     finite = dataclasses.replace(early, validation_history=history[:3] + (-0.6, -0.62))
     assert _status(finite, None, settings)[0] == "early_stopped"
+
+
+def test_a_mini_batch_holds_real_sets_only_but_for_the_last_partial_one():
+    """Issue 45: with ``batch_size > 1`` padding rows were shuffled in with real sets and each
+    step's loss divided by its batch's real weight, so a set sharing a batch with padding
+    weighed more and the layout's padding changed the fit."""
+    import jax
+    import jax.numpy as jnp
+
+    from dpp.baselines.neural import batch_order
+
+    for real, rows, batch in ((5, 16, 4), (9, 16, 4), (3, 8, 2), (7, 8, 8)):
+        weights = jnp.asarray([1.0] * real + [0.0] * (rows - real))
+        for seed in range(5):
+            batches = np.asarray(batch_order(jax.random.key(seed), weights, batch))
+            assert batches.shape == (rows // batch, batch)
+            assert sorted(batches.ravel()) == list(range(rows))  # every row once
+            is_real = np.asarray(weights)[batches] > 0
+            mixed = [b for b in is_real if b.any() and not b.all()]
+            assert len(mixed) <= 1 and (not mixed or mixed[0][: real % batch].all())
+            assert is_real.ravel()[:real].all()  # the real sets first, then padding only
+    order = [np.asarray(batch_order(jax.random.key(s), jnp.ones(8), 2)).ravel() for s in (0, 1)]
+    assert not np.array_equal(*order)  # shuffled
+    one = np.asarray(batch_order(jax.random.key(3), jnp.asarray([1.0, 1, 0, 0]), 1)).ravel()
+    assert np.array_equal(one, np.asarray(jax.random.permutation(jax.random.key(3), 4)))

@@ -453,6 +453,26 @@ def mean_log_likelihood(model, buckets: tuple[Bucket, ...]) -> jax.Array:
     return total / sum(jnp.sum(b.weights) for b in buckets)
 
 
+def batch_order(key, weights: jax.Array, batch_size: int) -> jax.Array:
+    """``[B, batch_size]`` the rows of a bucket's mini-batches in one epoch, shuffled.
+
+    One set a step (``batch_size=1``): a random permutation of the rows (a padding row's step
+    is skipped). Larger batches: the real sets (weight > 0) shuffled, then the padding rows, so
+    a batch holds real sets only, but for the last partial one. A step's loss is its batch's
+    weighted mean, so a real set shuffled in among padding rows would weigh more than one in a
+    full batch, and the layout's padding would change the fit.
+
+    Args:
+        key: PRNG key.
+        weights: ``[N]`` the bucket's set weights (0: padding).
+        batch_size: sets per mini-batch (``N`` is a multiple of it).
+    """
+    if batch_size == 1:
+        return jax.random.permutation(key, weights.shape[0]).reshape(-1, 1)
+    u = jax.random.uniform(key, weights.shape)
+    return jnp.argsort(jnp.where(weights > 0, u, 2.0)).reshape(-1, batch_size)
+
+
 def _epoch(params, static, opt_state, key, buckets, settings: TrainSettings, optimizer):
     """One epoch: every bucket's mini-batches in a ``lax.scan``, sets shuffled within buckets."""
 
@@ -480,8 +500,7 @@ def _epoch(params, static, opt_state, key, buckets, settings: TrainSettings, opt
 
     for bucket in buckets:  # a handful of shapes, traced once each
         key, order_key = jax.random.split(key)
-        order = jax.random.permutation(order_key, bucket.x.shape[0])
-        batches = order.reshape(-1, settings.batch_size)
+        batches = batch_order(order_key, bucket.weights, settings.batch_size)
         (params, opt_state, key), _ = jax.lax.scan(
             lambda c, r, b=bucket: step(c, r, b), (params, opt_state, key), batches
         )
