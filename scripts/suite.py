@@ -17,7 +17,8 @@ units of the run in ``--out`` (mean ± s.e., wins/ties/losses, Wilcoxon p), over
 task family, for accuracy and the test log-likelihood. With several ``--out`` folders (runs of
 other methods, or on other machines), a unit is one (run, task, draw, fold): only records of
 one run are paired. ``--decide R1 R2 ...`` prints each rule against ``dpp_mean`` and the one the
-issue's criterion ships (:func:`dpp.experiment.suite.decide`).
+issue's criterion ships (:func:`dpp.experiment.suite.decide`). ``--peers M P1 P2 ...``
+prints, per task, M against the best of the peers on the units all of them finished.
 """
 
 import argparse
@@ -34,6 +35,7 @@ from dpp.experiment.suite import (
     TASKS,
     compare_table,
     decision_table,
+    peer_table,
     run_suite,
 )
 
@@ -56,11 +58,21 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="the 15-minute subset")
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A - B from a finished run")
     parser.add_argument("--decide", nargs="+", metavar="RULE", help="rules against dpp_mean")
+    parser.add_argument(
+        "--peers", nargs="+", metavar="METHOD",
+        help="the first method against the best of the others, per task, on shared units",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if args.compare:
         return compare(args.out, *args.compare)
     if args.decide:
         return decide(args.out, args.decide)
+    if args.peers:
+        records = read_runs(args.out)
+        if records is None:
+            return 2
+        print(peer_table(records, args.peers[0], args.peers[1:]))
+        return 0
     if len(args.out) > 1:
         print("error: a run writes into one --out folder", file=sys.stderr)
         return 2

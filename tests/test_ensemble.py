@@ -269,3 +269,27 @@ def test_every_estimator_names_its_parameters_and_the_shared_block_agrees():
     ]
     for cls in prototype:  # every prototype estimator takes the whole block
         assert set(SHARED_PARAMETERS) <= set(inspect.signature(cls.__init__).parameters)
+
+
+def test_the_peer_table_compares_task_means_on_the_units_every_method_finished():
+    from dpp.experiment.suite import peer_table
+
+    records = (
+        [
+            {"task": "t1", "draw": 0, "fold": f, "method": m, "accuracy": acc}
+            for f in range(3)
+            for m, acc in (("dpp", 0.8), ("net_a", 0.7), ("net_b", 0.9 if f < 2 else 0.1))
+        ]
+        + [  # net_b never finished fold 3: the units shared by all are folds 0-2
+            {"task": "t1", "draw": 0, "fold": 3, "method": m, "accuracy": 0.0}
+            for m in ("dpp", "net_a")
+        ]
+        + [
+            {"task": "t2", "draw": 0, "fold": 0, "method": m, "accuracy": acc}
+            for m, acc in (("dpp", 0.6), ("net_a", 0.6))
+        ]
+    )
+    table = peer_table(records, "dpp", ["net_a", "net_b"])
+    assert "| t1 | 3 | 80.0 | net_b 63.3 | +16.7 |" in table
+    assert "| t2 | 1 | 60.0 | net_a 60.0 | +0.0 |" in table
+    assert "on 2 of 2 tasks" in table

@@ -790,6 +790,46 @@ def decision_table(records: list[dict], candidates, reference: str = "dpp_mean")
     return "\n".join(lines) + "\n"
 
 
+def peer_table(records: list[dict], method: str, peers) -> str:
+    """Markdown: per task, ``method`` against the best of ``peers`` on the units all ran.
+
+    A unit (task, draw, fold) counts for a task when ``method`` and every peer with records on
+    that task finished it, in any of the runs (task means, not paired differences: the same
+    data and folds in every run; a method's first record of a unit is kept). The last line
+    counts the tasks where ``method``'s mean accuracy is at least the best peer's.
+    """
+    frame = pd.DataFrame(records)
+    if "draw" not in frame:
+        frame["draw"] = 0
+    keys = ["task", "draw", "fold"]
+    frame = frame.drop_duplicates([*keys, "method"])
+    lines = [
+        f"| task | units | {method} | best of {', '.join(peers)} | difference |",
+        "|---|---|---|---|---|",
+    ]
+    met = total = 0
+    for task, part in frame.groupby("task", sort=False):
+        present = [m for m in peers if (part.method == m).any()]
+        if not present or not (part.method == method).any():
+            continue
+        units = None
+        for m in [method, *present]:
+            done = set(map(tuple, part[part.method == m][keys].to_numpy()))
+            units = done if units is None else units & done
+        if not units:
+            continue
+        rows = part[[tuple(r) in units for r in part[keys].to_numpy()]]
+        means = 100 * rows.groupby("method").accuracy.mean()
+        best = max(present, key=lambda m: means[m])
+        diff = means[method] - means[best]
+        met += bool(diff >= 0)
+        total += 1
+        lines.append(f"| {task} | {len(units)} | {means[method]:.1f} | {best} {means[best]:.1f} | "
+                     f"{diff:+.1f} |")  # fmt: skip
+    lines += ["", f"{method} at least as accurate as the best peer on {met} of {total} tasks."]
+    return "\n".join(lines) + "\n"
+
+
 def _difference_cell(d: dict, scale: float, digits: int = 2) -> str:
     if not d["units"]:
         return "-"
