@@ -290,6 +290,6 @@ def test_the_peer_table_compares_task_means_on_the_units_every_method_finished()
         ]
     )
     table = peer_table(records, "dpp", ["net_a", "net_b"])
-    assert "| t1 | 3 | 80.0 | net_b 63.3 | +16.7 |" in table
+    assert "| t1 | 3 | 80.0 | net_a 70.0 | +10.0 |" in table  # net_b: 63.3 on folds 0-2
     assert "| t2 | 1 | 60.0 | net_a 60.0 | +0.0 |" in table
     assert "on 2 of 2 tasks" in table
