@@ -229,8 +229,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             of its best round, :func:`fewest_rounds`) or ``corrected`` (the highest score less
             the optimism of choosing its rounds on the same folds, :func:`round_optimism`;
             ``best_score_`` is that corrected score). ``ensemble`` was decided on the suite's
-            broad benchmark: +1.6 ± 0.5 accuracy points over ``best`` on 140 paired units
-            (Wilcoxon p = 0.007) and +7.2 ± 0.9 over the paper's mean pooling, worse on no task
+            broad benchmark: +1.2 ± 0.4 accuracy points over ``best`` on 210 paired units
+            (Wilcoxon p = 0.006) and +7.8 ± 0.8 over the paper's mean pooling, worse on no task
             family (docs, "Choosing the default selection").
         n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
             core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
