@@ -376,20 +376,6 @@ class PoolingClassifier(PooledLogisticClassifier):
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return pool_sets(sets, self.pooling)
 
-    def transform(self, X) -> np.ndarray:
-        """``[N, F]`` float64 pooled features of each set, the logistic regression's input.
-
-        The features before the fitted scaler (the pooled statistics, or the bag-of-words
-        histogram), in the units of the preprocessed vectors.
-
-        Raises:
-            sklearn.exceptions.NotFittedError: before ``fit``.
-            ValueError: sets whose dimension differs from the training sets'.
-        """
-        check_is_fitted(self, "head_")
-        sets = self._preprocessed(prediction_sets(X, self))
-        return np.asarray(self._features(sets), np.float64)
-
     def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
         return pooled_shares(sets, self.pooling)
 
@@ -486,20 +472,6 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
 
     def _features(self, sets: RaggedSets) -> np.ndarray:
         return np.asarray(self.encoder_.encode(sets), np.float64)
-
-    def transform(self, X) -> np.ndarray:
-        """``[N, F]`` float64 pooled features of each set, the logistic regression's input.
-
-        The features before the fitted scaler (the pooled statistics, or the bag-of-words
-        histogram), in the units of the preprocessed vectors.
-
-        Raises:
-            sklearn.exceptions.NotFittedError: before ``fit``.
-            ValueError: sets whose dimension differs from the training sets'.
-        """
-        check_is_fitted(self, "head_")
-        sets = self._preprocessed(prediction_sets(X, self))
-        return np.asarray(self._features(sets), np.float64)
 
     def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
         return self.encoder_.membership_shares(sets)
