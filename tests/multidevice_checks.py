@@ -89,7 +89,7 @@ def test_cli_devices_key_gives_the_one_device_results(tmp_path):
     more than one device, when the round log was a callback inside the program."""
     one = run(_compose([]), output_dir=tmp_path / "one")["trials"][0]
     four = run(_compose(["devices=4"]), output_dir=tmp_path / "four")["trials"][0]
-    assert four["info"]["devices"] == 4
+    assert four["info"]["prototypes"]["devices"] == 4
     assert (tmp_path / "four" / "figure1.png").is_file()
     assert four["accuracy"] == one["accuracy"]
     assert four["test_log_likelihood"] == pytest.approx(one["test_log_likelihood"], abs=1e-4)

@@ -43,7 +43,9 @@ def test_every_estimator_carries_a_typed_report_that_survives_json(fitted):
     assert dpp_report.early_stopping.source in ("validation_fraction", None)
     assert to_cap.early_stopping is None and len(to_cap.prototypes.beta) == 3
     assert len(to_cap.history) == to_cap.rounds + 1 and fitted[1].n_iter_ == to_cap.rounds
-    assert standard.status is None and fitted[2].n_iter_ == 1
+    assert standard.status == "converged" and fitted[2].n_iter_ == 1 and standard.rounds == 1
+    assert prior.status == "converged" and fitted[4].n_iter_ == 1
+    assert infoloss.status in ("converged", "max_rounds") and "rounds" in infoloss.reason
     assert infoloss.infoloss is not None and infoloss.rounds == fitted[3].n_iter_
     assert prior.prior is not None and abs(sum(prior.prior) - 1) < 1e-9
     assert pooled.selection.C == fitted[5].C_ and pooled.status in ("converged", "max_rounds")
@@ -78,9 +80,54 @@ def test_one_vocabulary_old_names_read_unknown_refused(fitted, tmp_path):
     np.savez(tmp_path / "bad.npz", **members)
     with pytest.raises(ModelFileError, match="info"):
         dpp.load(tmp_path / "bad.npz")
-    for field, value in (("early_stopping", [1, 2]), ("steps", 3)):  # not objects: refused
-        header["info"] = {**fitted[0].fit_report_.to_dict(), field: value}
+    info = fitted[0].fit_report_.to_dict()
+    for field, value, named in (
+        ("early_stopping", [1, 2], "early_stopping"),  # not objects: refused
+        ("prototypes", {**info["prototypes"], "steps": 3}, "steps"),
+        ("schema", 3, "schema 3"),  # a newer writer's
+        ("steps", {}, "unknown key 'steps'"),  # a flat report's key in a versioned one
+    ):
+        header["info"] = {**info, field: value}
         members["header"] = np.asarray(json.dumps(header))
         np.savez(tmp_path / "bad.npz", **members)
-        with pytest.raises(ModelFileError, match=f"info is not a fit report.*{field}"):
+        with pytest.raises(ModelFileError, match=f"info is not a fit report.*{named}"):
             dpp.load(tmp_path / "bad.npz")
+
+
+def _flat(report: FitReport) -> dict:
+    """The flat dict report the files before the schema version held (their ``to_dict``)."""
+    d = {"status": report.status, "status_reason": report.reason or None}
+    if report.prototypes is not None and report.unit == "round":
+        d["converged"] = report.converged
+    d["epochs" if report.unit == "epoch" else "rounds"] = report.rounds
+    d["seconds"] = report.seconds
+    for part in (report.prototypes, report.infoloss, report.selection):
+        if part is not None:
+            d.update(part.to_dict())
+    if report.prior is not None:
+        d["prior"] = list(report.prior)
+    if report.early_stopping is not None:
+        d["early_stopping"] = report.early_stopping.to_dict()
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def test_a_report_is_versioned_and_nested_and_old_flat_files_still_load(fitted, tmp_path):
+    """Issue 45: the JSON form was read back by guessing from which keys were present; it has a
+    schema version and one key per sub-report, and a model file of the flat form loads with
+    the same report and predictions."""
+    X = [np.full((3, 3), 100.0 + i) for i in range(3)]
+    for i, est in enumerate(fitted):
+        info = est.fit_report_.to_dict()
+        assert info["schema"] == dpp.model.report.SCHEMA_VERSION
+        parts = {"early_stopping", "prototypes", "infoloss", "selection"}
+        assert all(isinstance(info[k], dict) for k in parts & set(info))
+        path = est.save(tmp_path / f"{i}.npz")
+        with np.load(path) as data:
+            members = {k: data[k] for k in data.files}
+        header = json.loads(str(members["header"]))
+        header["info"] = jsonable(_flat(est.fit_report_))
+        members["header"] = np.asarray(json.dumps(header))
+        np.savez(tmp_path / f"old{i}.npz", **members)
+        old = dpp.load(tmp_path / f"old{i}.npz")
+        assert old.fit_report_ == est.fit_report_
+        np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))

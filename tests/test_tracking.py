@@ -41,7 +41,9 @@ def test_a_run_logs_config_metrics_rounds_statuses_and_files(tmp_path):
     rounds = client.get_metric_history(run_id, "dpp/train_L/trial0")
     assert [m.value for m in rounds] == pytest.approx(dpp0["objective_history"])
     betas = client.get_metric_history(run_id, "dpp/beta/trial0")
-    assert len(betas) == len(rounds) and betas[-1].value == pytest.approx(dpp0["info"]["beta"])
+    assert len(betas) == len(rounds) and betas[-1].value == pytest.approx(
+        dpp0["info"]["prototypes"]["beta"]
+    )
     assert frame["tags.dpp/status/trial0"][0] == dpp0["fit_status"]
     artifacts = {a.path for a in client.list_artifacts(run_id)}
     assert {"results.json", "table.md", "figure1.png", "models", ".hydra"} <= artifacts | {".hydra"}

@@ -30,5 +30,10 @@ def fit_class_prior(train: RaggedSets, centres: np.ndarray) -> FittedModel:
     log_q = np.log(np.maximum(q, np.finfo(np.float32).tiny))
     theta = jnp.asarray(np.tile(log_q, (centres.shape[0], 1)), dtype=train.vectors.dtype)
     mu = jnp.asarray(centres, dtype=train.vectors.dtype)
-    report = FitReport("class_prior", prior=tuple(float(p) for p in q))
+    report = FitReport(
+        "class_prior",
+        "converged",
+        "closed form: the weighted class frequencies",
+        prior=tuple(float(p) for p in q),
+    )
     return FittedModel("class_prior", mu, None, theta, np.zeros(0), report)

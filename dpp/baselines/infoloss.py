@@ -246,8 +246,20 @@ def fit_infoloss(
     facts = InfoLossFacts(
         float(np.exp(log_beta)), float(gamma), as_tuples(np.asarray(result.pi).tolist())
     )
+    rounds = int(result.num_rounds)
+    status, reason = model.report.status, model.report.reason  # the Theta-step's
+    if rounds >= settings.max_rounds:
+        status, reason = (
+            "max_rounds",
+            (
+                f"the codebook learning stopped at max_rounds = {settings.max_rounds} before J "
+                f"fell by less than tol = {settings.tol:g} in a round"
+            ),
+        )
+    else:
+        reason = f"J fell by less than tol after {rounds} rounds; {reason}"
     report = FitReport(
-        "infoloss", rounds=int(result.num_rounds), history=tuple(float(h) for h in history),
+        "infoloss", status, reason, rounds=rounds, history=tuple(float(h) for h in history),
         infoloss=facts,
     )  # fmt: skip
     return dataclasses.replace(model, history=history, report=report)

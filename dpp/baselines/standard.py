@@ -22,6 +22,22 @@ from dpp.units import Normalizer
 _objective = jax.jit(classifier_objective)  # one compiled program, not dozens of eager ops
 
 
+def theta_step_status(iterations: int, max_iter: int) -> dict:
+    """``{status, reason}`` of a fit whose one iterative part is a Theta-step (convex).
+
+    ``converged`` when the solver met its gradient tolerance, ``max_rounds`` when it stopped at
+    its ``max_iter`` first (the statuses of :data:`dpp.model.STATUSES`).
+    """
+    if iterations >= max_iter:
+        return {"status": "max_rounds", "reason": (
+            f"the Theta-step stopped at max_iter = {max_iter} iterations before its gradient "
+            "tolerance (optimizer_options theta_max_iter)"
+        )}  # fmt: skip
+    return {"status": "converged", "reason": (
+        f"the Theta-step (convex) met its gradient tolerance in {iterations} iterations"
+    )}  # fmt: skip
+
+
 def hard_code_model(train: RaggedSets, centres: np.ndarray, method: str) -> FittedModel:
     """The untrained model that codes sets by eq. (1) nearest centres pooled by eq. (2).
 
@@ -77,9 +93,16 @@ def fit_standard(
     untrained = hard_code_model(train, centres, method)
     theta0 = untrained.theta
     z = untrained.encode(train)
-    theta = fit_classifier(z, train.labels, train.weights, theta0, l2, solver)
+    theta, iterations = fit_classifier(
+        z, train.labels, train.weights, theta0, l2, solver, with_iterations=True
+    )
     history = np.array(
         [float(_objective(t, z, train.labels, train.weights, l2)) for t in (theta0, theta)]
     )
-    report = dataclasses.replace(untrained.report, history=tuple(float(h) for h in history))
+    report = dataclasses.replace(
+        untrained.report,
+        history=tuple(float(h) for h in history),
+        rounds=1,
+        **theta_step_status(iterations, solver.max_iter),
+    )
     return dataclasses.replace(untrained, theta=theta, history=history, report=report)

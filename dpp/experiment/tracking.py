@@ -32,6 +32,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
 from dpp.experiment.run_folder import flatten
+from dpp.model import FitReport
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,8 @@ class MlflowRun:
             for step, v in enumerate(history)
             if _finite(v)
         ]
-        betas = (record.get("info") or {}).get("steps", {}).get("beta") or []
+        facts = FitReport.from_dict(method, record.get("info") or {}).prototypes
+        betas = (facts.steps.get("beta") if facts is not None else None) or []
         metrics += [
             Metric(f"{method}/beta/trial{trial}", float(v), now, step)
             for step, v in enumerate(betas)

@@ -1,9 +1,10 @@
 """The typed report of a fit: :class:`FitReport`, one vocabulary of statuses for every method.
 
 Every fitted estimator carries one as ``fit_report_``. Its JSON form (:meth:`FitReport.to_dict`,
-the ``info`` of results records and model files) keeps the keys the dict reports had, so files
-written before it read back (:meth:`FitReport.from_dict`); the parsing lives here and nowhere
-else, and everything that reads a fit's outcome reads attributes.
+the ``info`` of results records and model files) has a schema version (``schema``,
+:data:`SCHEMA_VERSION`) and one key per field, each sub-report nested under its own key; files
+written before the version (one flat dict) still read back (:meth:`FitReport.from_dict`). The
+parsing lives here and nowhere else, and everything that reads a fit's outcome reads attributes.
 
 Fields common to every method sit on :class:`FitReport`; what only some methods have sits in
 typed sub-reports (``None`` where a method has none): :class:`EarlyStopping` (DPP and the
@@ -27,6 +28,9 @@ from typing import Any
 STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated", "failed")
 #: Statuses of a fit that met its stopping rule (the others are logged as warnings).
 CLEAN_STATUSES = ("converged", "early_stopped")
+#: The version of :meth:`FitReport.to_dict`'s form: 2, nested sub-reports (1, never written as
+#: a number: the flat dict of the files before it).
+SCHEMA_VERSION = 2
 #: Older names of a status, read from files written before the vocabulary was one.
 _OLD_STATUSES = {"iteration_limit": "max_rounds"}
 
@@ -160,10 +164,14 @@ class PrototypeFacts:
         return _drop_none(d)
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> PrototypeFacts | None:
-        """Reads the DPP keys of a dict report; ``None`` when it has none."""
+    def from_dict(cls, d: Mapping, nested: bool = False) -> PrototypeFacts | None:
+        """Reads :meth:`to_dict`'s form; ``None`` when a flat (older) report has no DPP keys.
+
+        Raises:
+            ValueError: ``steps`` that is not an object.
+        """
         keys = ("beta_init", "saturated_fraction", "steps", "pooling_p", "embedding")
-        if not any(k in d for k in keys):
+        if not nested and not any(k in d for k in keys):
             return None
         steps = d.get("steps") or {}
         if not isinstance(steps, Mapping):
@@ -195,6 +203,11 @@ class InfoLossFacts:
         """The JSON form."""
         return {"beta": self.beta, "gamma": self.gamma, "pi": as_lists(self.pi)}
 
+    @classmethod
+    def from_dict(cls, d: Mapping) -> InfoLossFacts:
+        """Reads :meth:`to_dict`'s form."""
+        return cls(float(d["beta"]), float(d["gamma"]), as_tuples(d["pi"]))
+
 
 @dataclasses.dataclass(frozen=True)
 class CSelection:
@@ -214,6 +227,12 @@ class CSelection:
         """The JSON form."""
         return {"C": self.C, "C_position": self.position, "Cs_added": list(self.added)}
 
+    @classmethod
+    def from_dict(cls, d: Mapping) -> CSelection:
+        """Reads :meth:`to_dict`'s form."""
+        added = tuple(float(c) for c in d.get("Cs_added") or ())
+        return cls(float(d["C"]), d.get("C_position"), added)
+
 
 @dataclasses.dataclass(frozen=True)
 class FitReport:
@@ -221,8 +240,9 @@ class FitReport:
 
     Attributes:
         method: the method's name (``dpp``, ``standard``, ``infoloss``, ``pooling``, ...).
-        status: one of :data:`STATUSES`, or ``None`` for a method with no iterative fit (the
-            standard prototype, the class prior).
+        status: one of :data:`STATUSES` (every estimator gives one: the standard prototype its
+            Theta-step's, the class prior ``converged``, its closed form); ``None`` only in
+            files written before every estimator had one.
         reason: a sentence saying why the status is what it is (``""`` without a status).
         rounds: coordinate-ascent rounds, epochs of a network, or InfoLoss's rounds (0 where
             there are none); ``unit`` says which.
@@ -263,7 +283,9 @@ class FitReport:
     @property
     def iterative(self) -> bool:
         """Whether the method iterates (rounds or epochs): DPP, InfoLoss and the networks."""
-        return self.status is not None and self.selection is None or self.infoloss is not None
+        if self.infoloss is not None:
+            return True
+        return self.status is not None and self.selection is None and self.prior is None
 
     @property
     def converged(self) -> bool:
@@ -273,33 +295,27 @@ class FitReport:
     def to_dict(self) -> dict[str, Any]:
         """The JSON form: the ``info`` of results records and model files.
 
-        The keys are those of the dict reports before this type (``status``,
-        ``status_reason``, ``rounds`` or ``epochs``, ...), so older files read back.
+        ``schema`` (:data:`SCHEMA_VERSION`), then one key per field (``method`` and ``history``
+        are stored beside it), each sub-report under its own key (``early_stopping``,
+        ``prototypes``, ``infoloss``, ``selection``); ``None`` values are left out.
         """
-        epochs = self.unit == "epoch"
         d: dict[str, Any] = {
+            "schema": SCHEMA_VERSION,
             "status": self.status,
-            "status_reason": self.reason or None,
+            "reason": self.reason or None,
+            "rounds": self.rounds,
+            "unit": self.unit,
+            "seconds": self.seconds,
+            "prior": None if self.prior is None else list(self.prior),
         }
-        if self.status is not None and self.prototypes is not None and not epochs:
-            d["converged"] = self.converged
-        if epochs:
-            d["epochs"] = self.rounds
-        elif self.rounds or self.prototypes is not None or self.infoloss is not None:
-            d["rounds"] = self.rounds
-        d["seconds"] = self.seconds
-        for part in (self.prototypes, self.infoloss, self.selection):
-            if part is not None:
-                d.update(part.to_dict())
-        if self.prior is not None:
-            d["prior"] = list(self.prior)
-        if self.early_stopping is not None:
-            d["early_stopping"] = self.early_stopping.to_dict()
+        for name in _PARTS:
+            part = getattr(self, name)
+            d[name] = None if part is None else part.to_dict()
         return _drop_none(d)
 
     @classmethod
     def from_dict(cls, method: str, info: Mapping, history=()) -> FitReport:
-        """Reads :meth:`to_dict`'s form (and the dict reports of older files).
+        """Reads :meth:`to_dict`'s form, and the flat dict reports of older files.
 
         Args:
             method: the method's name.
@@ -307,8 +323,51 @@ class FitReport:
             history: the objective per round (stored beside ``info`` in model files).
 
         Raises:
-            ValueError: for a status outside :data:`STATUSES` (and its older names).
+            ValueError: a status outside :data:`STATUSES` (and its older names), a schema newer
+                than :data:`SCHEMA_VERSION`, an unknown key, or a sub-report that is not an
+                object.
         """
+        schema = info.get("schema")
+        if schema is None:
+            return cls._from_flat(method, info, history)
+        if schema != SCHEMA_VERSION:
+            raise ValueError(
+                f"schema {schema!r} is not one this dpp reads (it writes {SCHEMA_VERSION}): "
+                "written by a newer dpp?"
+            )
+        unknown = sorted(set(info) - _KEYS)
+        if unknown:
+            raise ValueError(f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS))})")
+        for name in _PARTS:
+            if info.get(name) is not None and not isinstance(info[name], Mapping):
+                raise ValueError(f"{name} must be an object, got {type(info[name]).__name__}")
+        unit = info.get("unit", "round")
+        parts = {
+            "early_stopping": lambda d: EarlyStopping.from_dict(d, unit),
+            "prototypes": lambda d: PrototypeFacts.from_dict(d, nested=True),
+            "infoloss": InfoLossFacts.from_dict,
+            "selection": CSelection.from_dict,
+        }
+        status = info.get("status")
+        prior = info.get("prior")
+        return cls(
+            method=method,
+            status=_OLD_STATUSES.get(status, status),
+            reason=info.get("reason") or "",
+            rounds=int(info.get("rounds") or 0),
+            unit=unit,
+            history=tuple(float(h) for h in history),
+            seconds=None if info.get("seconds") is None else float(info["seconds"]),
+            prior=None if prior is None else tuple(float(q) for q in prior),
+            **{
+                name: None if info.get(name) is None else read(info[name])
+                for name, read in parts.items()
+            },
+        )
+
+    @classmethod
+    def _from_flat(cls, method: str, info: Mapping, history=()) -> FitReport:
+        """Reads the flat dict reports of the files written before :data:`SCHEMA_VERSION`."""
         status = info.get("status")
         status = _OLD_STATUSES.get(status, status)
         early = info.get("early_stopping")
@@ -316,12 +375,10 @@ class FitReport:
             raise ValueError(f"early_stopping must be an object, got {type(early).__name__}")
         infoloss = None
         if "gamma" in info and "pi" in info:
-            pi = as_tuples(info["pi"])
-            infoloss = InfoLossFacts(float(info["beta"]), float(info["gamma"]), pi)
+            infoloss = InfoLossFacts.from_dict(info)
         selection = None
         if info.get("C") is not None:
-            added = tuple(float(c) for c in info.get("Cs_added") or ())
-            selection = CSelection(float(info["C"]), info.get("C_position"), added)
+            selection = CSelection.from_dict(info)
         unit = "epoch" if "epochs" in info else "round"
         rounds = info.get("rounds", info.get("epochs", 0))
         prior = info.get("prior")
@@ -339,3 +396,9 @@ class FitReport:
             selection=selection,
             prior=None if prior is None else tuple(float(q) for q in prior),
         )
+
+
+#: The sub-reports of :class:`FitReport`, each under its own key of the JSON form.
+_PARTS = ("early_stopping", "prototypes", "infoloss", "selection")
+#: Every key of the JSON form.
+_KEYS = frozenset({"schema", "status", "reason", "rounds", "unit", "seconds", "prior", *_PARTS})

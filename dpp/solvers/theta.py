@@ -40,7 +40,8 @@ def _classifier_step(theta0, z, labels, weights, l2, solver: LBFGSSettings) -> M
 
 @jax.jit
 def _fit_classifier(z, labels, weights, theta0, l2, solver):
-    return _classifier_step(theta0, z, labels, weights, l2, solver).params
+    result = _classifier_step(theta0, z, labels, weights, l2, solver)
+    return result.params, result.num_iter
 
 
 def fit_classifier(
@@ -50,7 +51,8 @@ def fit_classifier(
     theta0: Float[Array, "K C"],
     l2: float,
     solver: LBFGSSettings,
-) -> Float[Array, "K C"]:
+    with_iterations: bool = False,
+) -> Float[Array, "K C"] | tuple[Float[Array, "K C"], int]:
     """Fits the softmax classifier (eq. 16) on fixed codes: the convex Theta-step.
 
     Maximises ``sum_n w_n L^n(Theta) - lambda ||Theta||^2`` (eqs. 5, 17). This is multinomial
@@ -67,9 +69,11 @@ def fit_classifier(
         theta0: ``[K, C]`` starting point (warm start).
         l2: ridge ``lambda`` (traced: a new value does not recompile).
         solver: full-batch solver settings (a pytree; ``tol`` is traced).
+        with_iterations: also return the solver's iterations (``solver.max_iter``: it stopped
+            at its cap before its gradient tolerance).
 
     Returns:
-        ``[K, C]`` maximiser.
+        ``[K, C]`` maximiser, or ``(maximiser, iterations)`` with ``with_iterations``.
     """
     n = z.shape[0]
     pad = sets_bucket(n) - n
@@ -78,7 +82,8 @@ def fit_classifier(
             np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)])
             for a in (np.asarray(z), np.asarray(labels), np.asarray(weights))
         )
-    return _fit_classifier(z, labels, weights, theta0, l2, solver)
+    theta, iterations = _fit_classifier(z, labels, weights, theta0, l2, solver)
+    return (theta, int(iterations)) if with_iterations else theta
 
 
 #: Memory budget of one chunk of :func:`fit_classifier_paths` (bytes): 1 GiB.
