@@ -247,3 +247,51 @@ def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.nd
         np.arange(len(strata)), test_size=fraction, random_state=seed, stratify=stratify
     )
     return np.sort(fit), np.sort(rest)
+
+
+#: Early stopping needs at least this many held-out sets; with fewer it is skipped.
+MIN_VALIDATION_SETS = 10
+
+
+class HoldOut(NamedTuple):
+    """The held-out split of early stopping, or why there is none.
+
+    Attributes:
+        fit: sorted indices of the sets fitted (``None`` without early stopping).
+        validation: sorted indices of the held-out sets (``None`` without early stopping).
+        skipped: why early stopping is skipped (too few held-out sets), else ``None``.
+    """
+
+    fit: np.ndarray | None
+    validation: np.ndarray | None
+    skipped: str | None
+
+
+def hold_out(labels: np.ndarray, fraction: float, seed: int, otherwise: str) -> HoldOut:
+    """Early stopping's held-out share of the training sets: the one rule of every fit.
+
+    The prototype fits (rounds of coordinate ascent), DPP on an embedding and the networks
+    (Adam epochs) all hold out ``ceil(fraction * N)`` sets by :func:`holdout_split`, and skip
+    early stopping when that is fewer than :data:`MIN_VALIDATION_SETS`.
+
+    Args:
+        labels: ``[N, C]`` (soft) labels of the training sets.
+        fraction: share held out; 0 turns early stopping off.
+        seed: random state of the split.
+        otherwise: what the fit does instead when early stopping is skipped (ends the
+            ``skipped`` sentence, e.g. ``"stopping by tol"``).
+
+    Returns:
+        A :class:`HoldOut`.
+    """
+    if fraction <= 0:
+        return HoldOut(None, None, None)
+    held = int(np.ceil(fraction * np.asarray(labels).shape[0]))
+    if held < MIN_VALIDATION_SETS:
+        return HoldOut(
+            None,
+            None,
+            f"early stopping skipped: {held} validation sets (< {MIN_VALIDATION_SETS}); "
+            f"{otherwise}",
+        )
+    return HoldOut(*holdout_split(labels, fraction, seed), None)

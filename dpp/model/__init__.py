@@ -13,16 +13,18 @@ The names below are those ``from dpp.model import ...`` gave before the split.
 from dpp.model.fit import MODES, finish_fit, fit_dpp
 from dpp.model.fitted import (
     CLEAN_STATUSES,
-    MIN_VALIDATION_SETS,
     SATURATED_CODE,
     SATURATED_FRACTION,
     STATIONARY_GRAD_NORM,
     STATUSES,
     FittedModel,
+    epoch_status,
+    first_non_finite,
     fit_status,
     saturated_fraction,
 )
 from dpp.model.report import CSelection, EarlyStopping, FitReport, InfoLossFacts, PrototypeFacts
+from dpp.selection import MIN_VALIDATION_SETS
 
 __all__ = [
     "CSelection",
@@ -33,6 +35,8 @@ __all__ = [
     "CLEAN_STATUSES",
     "MIN_VALIDATION_SETS",
     "MODES",
+    "epoch_status",
+    "first_non_finite",
     "SATURATED_CODE",
     "SATURATED_FRACTION",
     "STATIONARY_GRAD_NORM",

@@ -22,15 +22,10 @@ from dpp import params as check
 from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
-from dpp.model.fitted import (
-    MIN_VALIDATION_SETS,
-    FittedModel,
-    fit_status,
-    saturated_fraction,
-)
+from dpp.model.fitted import FittedModel, fit_status, saturated_fraction
 from dpp.model.report import EarlyStopping, FitReport, PrototypeFacts
 from dpp.pooling import as_choice, exponent, make_pooling, resolved
-from dpp.selection import holdout_split
+from dpp.selection import hold_out
 from dpp.sets import Layout, RaggedSets
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
@@ -214,12 +209,10 @@ def _fit_on_one_layout(
         result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
         early = _early_record(result, m, source="validation_sets")
         return result, early, skipped, padded
-    held_out = int(np.ceil(fraction * train.num_sets))
-    if fraction > 0 and held_out < MIN_VALIDATION_SETS:
-        skipped = _too_few(held_out)
-    elif fraction > 0:
-        seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-        fit_idx, val_idx = holdout_split(np.asarray(train.labels), fraction, seed)
+    split = _hold_out(train, fraction, key)
+    skipped = split.skipped
+    if split.fit is not None:
+        fit_idx, val_idx = split.fit, split.validation
         ordered = train.subset(np.concatenate([fit_idx, val_idx]))  # the held-out sets last
         # one shape for both orders: N, B and S only as large as the orders need
         layout = Layout.of_orders([train.set_sizes(), ordered.set_sizes()]).union(layout)
@@ -249,14 +242,16 @@ def _two_weightings(sets: RaggedSets, fit_weights, validation_weights, layout):
     )
 
 
-def _too_few(held_out: int) -> str:
-    """Why early stopping was skipped (logged at INFO)."""
-    skipped = (
-        f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
-        "stopping by tol"
-    )
-    logger.info("%s", skipped)
-    return skipped
+def _hold_out(train: RaggedSets, fraction: float, key):
+    """Early stopping's split of ``train`` (:func:`dpp.selection.hold_out`), seeded by ``key``.
+
+    A skip is logged at INFO.
+    """
+    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
+    split = hold_out(np.asarray(train.labels), fraction, seed, "stopping by tol")
+    if split.skipped:
+        logger.info("%s", split.skipped)
+    return split
 
 
 def _fit_apart(
@@ -351,13 +346,11 @@ def _validation_fraction_cap(solve, params0, train, settings, key, fraction, pla
     ``early`` is the record of :func:`_early_stopping` and ``cap`` its best round (``None``
     without early stopping); ``skipped`` says why it was skipped (too few validation sets).
     """
-    held_out = int(np.ceil(fraction * train.num_sets))
-    if fraction > 0 and held_out < MIN_VALIDATION_SETS:
-        return None, None, _too_few(held_out)
-    if fraction > 0:
-        early = _early_stopping(solve, params0, train, settings, key, fraction, place)
-        return early, jnp.int32(early.best), None
-    return None, None, None
+    split = _hold_out(train, fraction, key)
+    if split.fit is None:
+        return None, None, split.skipped
+    early = _early_stopping(solve, params0, train, settings, key, split, place)
+    return dataclasses.replace(early, validation_fraction=fraction), jnp.int32(early.best), None
 
 
 def finish_fit(
@@ -402,7 +395,7 @@ def finish_fit(
     saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
     source = None if early is None else early.source
     cap = {"validation_fraction": early and early.best, "round_cap": early and early.round_cap}
-    status, reason = fit_status(result, saturated, mode, cap.get(source), source)
+    status, reason = fit_status(result, saturated, mode, cap.get(source), source, early)
     rounds = int(result.num_rounds)
     history = np.asarray(result.history)[: rounds + 1]
     steps = {}
@@ -464,16 +457,13 @@ def _warm_start(start: FittedModel, normalizer: Normalizer, train: RaggedSets, p
 
 
 def _early_stopping(
-    solve, params0, train: RaggedSets, settings: FitSettings, key, fraction, place
+    solve, params0, train: RaggedSets, settings: FitSettings, key, split, place
 ) -> EarlyStopping:
-    """Best number of rounds by the validation log-likelihood on a held-out part of ``train``."""
-    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    fit_idx, val_idx = holdout_split(np.asarray(train.labels), fraction, seed)
-    fit_part, val_part = train.subset(fit_idx), train.subset(val_idx)
+    """Best number of rounds by the validation log-likelihood on the held-out ``split``."""
+    fit_part, val_part = train.subset(split.fit), train.subset(split.validation)
     fit_part, validation = place(fit_part), _bucketed(val_part, settings)
     result = solve(params0, fit_part, settings, key, validation=validation)
-    record = _early_record(result, int(val_part.num_sets), source="validation_fraction")
-    return dataclasses.replace(record, validation_fraction=fraction)
+    return _early_record(result, int(val_part.num_sets), source="validation_fraction")
 
 
 def _early_record(result: FitResult, validation_sets: int, source: str) -> EarlyStopping:

@@ -10,6 +10,7 @@ experiment layer only talks to this type.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import jax
 import jax.numpy as jnp
@@ -25,7 +26,12 @@ from dpp.encoding import (
     membership_shares,
 )
 from dpp.likelihood import Params
-from dpp.model.report import CLEAN_STATUSES, STATUSES, FitReport  # noqa: F401  (re-exported)
+from dpp.model.report import (  # noqa: F401  (re-exported)
+    CLEAN_STATUSES,
+    STATUSES,
+    EarlyStopping,
+    FitReport,
+)
 from dpp.pooling import MEAN, Pooling
 from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size, sets_bucket
 from dpp.solvers.coordinate_ascent import (
@@ -33,8 +39,6 @@ from dpp.solvers.coordinate_ascent import (
 )
 from dpp.units import IDENTITY, Normalizer
 
-#: Early stopping needs at least this many validation sets; with fewer the fit stops by ``tol``.
-MIN_VALIDATION_SETS = 10
 #: A code is saturated (one-hot to working precision) when its largest entry exceeds this.
 SATURATED_CODE = 1.0 - 1e-6
 #: A fit is ``saturated`` when at least this fraction of the training vectors has saturated codes.
@@ -192,14 +196,87 @@ class FittedModel:
         return self.membership_shares(sets) @ np.asarray(self.theta, np.float64)
 
 
+def first_non_finite(early: EarlyStopping | None) -> int | None:
+    """The first round (or epoch) whose held-out log-likelihood was not finite, if any.
+
+    NaN compares as no improvement, so such a fit would read as early stopping: every status
+    function here calls it ``failed`` instead, naming that round.
+    """
+    if early is None:
+        return None
+    for step, value in enumerate(early.validation_history):
+        if value is None or not math.isfinite(value):
+            return step
+    return None
+
+
+def _failed(early: EarlyStopping, step: int, refit: str) -> tuple[str, str]:
+    return "failed", (
+        f"the validation log-likelihood was not finite at {early.unit} {step} of "
+        f"{early.monitored}: the training diverged; {refit}"
+    )
+
+
+def epoch_status(
+    early: EarlyStopping | None, skipped: str | None, max_epochs: int
+) -> tuple[str, str]:
+    """The truthful status of a fit trained by Adam epochs, and a sentence saying why.
+
+    DPP on an embedding and the networks (:func:`~dpp.estimators.neural.train_with_early_stopping`):
+    ``failed`` (a held-out value that is not finite, :func:`first_non_finite`), ``stalled``
+    (no epoch beat the untrained start: the refit is its start), ``max_rounds`` (still rising at
+    ``max_epochs``, or no early stopping), else ``early_stopped``.
+
+    Args:
+        early: the early-stopping record (``unit="epoch"``), ``None`` without early stopping.
+        skipped: why early stopping was skipped, if it was (:func:`dpp.selection.hold_out`).
+        max_epochs: the epoch cap.
+
+    Returns:
+        ``(status, reason)`` with ``status`` in :data:`STATUSES`.
+    """
+    if early is None:
+        return "max_rounds", skipped or (
+            f"early stopping off (validation_fraction = 0): trained for max_epochs = "
+            f"{max_epochs} epochs"
+        )
+    best, monitored = early.best, early.monitored
+    step = first_non_finite(early)
+    if step is not None:
+        return _failed(
+            early, step, f"refitted for {best} epochs, the last finite best (a smaller "
+            "learning_rate?)"
+        )  # fmt: skip
+    if best == 0:
+        start = early.validation_history[0]
+        return "stalled", (
+            f"no epoch of {monitored} raised the validation log-likelihood above the untrained "
+            f"network's ({start:.4f}): refitted for 0 epochs, the network is its random start "
+            "(inputs on a small scale? standardize=True)"
+        )
+    if best == max_epochs:
+        return "max_rounds", (
+            f"the validation log-likelihood was still rising at max_epochs = {max_epochs}; "
+            "refitted for that many epochs"
+        )
+    return "early_stopped", (
+        f"refitted on all training sets for {best} epochs, the best of {monitored} on the "
+        "validation sets"
+    )
+
+
 def fit_status(
     result: FitResult,
     saturated_fraction: float,
     mode: str,
     round_cap: int | None = None,
     cap_source: str = "validation_fraction",
+    early: EarlyStopping | None = None,
 ) -> tuple[str, str]:
     """The truthful status of a DPP fit, and a sentence saying why.
+
+    * ``failed``: a held-out log-likelihood of ``early`` was not finite
+      (:func:`first_non_finite`, the rule of :func:`epoch_status` too);
 
     * ``saturated``: at least :data:`SATURATED_FRACTION` of the training vectors have one-hot
       codes: the gradients vanish, so the fit stopped at the hard assignments of eq. (1) to its
@@ -222,10 +299,14 @@ def fit_status(
         round_cap: the number of rounds, chosen on held-out sets, the fit was capped at, if any.
         cap_source: what chose ``round_cap``: ``validation_fraction`` (early stopping) or
             ``round_cap`` (a cross-validation).
+        early: the fit's early-stopping record, if any.
 
     Returns:
         ``(status, reason)`` with ``status`` in :data:`STATUSES`.
     """
+    step = first_non_finite(early)
+    if step is not None:
+        return _failed(early, step, "the parameters kept are those of the last finite best")
     diag = result.diagnostics
     last = int(result.num_rounds)
     progress = bool(diag.prototype_accepted[last]) or bool(diag.theta_accepted[last])
