@@ -49,6 +49,7 @@ _PUBLIC = {
     "ClassPriorClassifier": "dpp.estimators",
     "DeepSetsClassifier": "dpp.estimators",
     "DPPClassifier": "dpp.estimators",
+    "EmbeddedDPPClassifier": "dpp.estimators",
     "DPPClassifierCV": "dpp.estimators",
     "InfoLossClassifier": "dpp.estimators",
     "PoolingClassifier": "dpp.estimators",

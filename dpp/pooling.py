@@ -72,6 +72,14 @@ class MeanPooling:
         per_row = _gather(dz / jnp.maximum(counts, 1.0)[:, None], ids)
         return jnp.where((ids < dz.shape[0])[:, None], f * per_row, 0.0), jnp.zeros((), f.dtype)
 
+    def dense(self, h, mask):
+        """``[H]`` the mean of one padded set's real rows ``h [M, H]`` (a network's layer).
+
+        The dense layout of the networks (autodiff's gradient); :meth:`pool` is the same mean
+        over ragged segments, equal up to float32 summation order.
+        """
+        return jnp.sum(jnp.where(mask[:, None], h, 0.0), axis=0) / jnp.sum(mask)
+
     def shares(self, f, log_f, ids, num_segments: int):
         """``[R, K]`` each row's share ``f / M`` (see :func:`segment_shares`)."""
         del log_f
@@ -106,6 +114,14 @@ class MaxPooling:
         share = jax.ops.segment_sum(ties.astype(f.dtype), ids, dz.shape[0], True)
         per_tie = dz / jnp.maximum(share, 1.0)
         return jnp.where(ties, f * _gather(per_tie, ids), 0.0), jnp.zeros((), f.dtype)
+
+    def dense(self, h, mask):
+        """``[H]`` the largest value of each unit over one padded set's real rows (a layer).
+
+        The dense layout of the networks (autodiff's gradient, split among ties as
+        :meth:`pool`'s); the same value as :meth:`pool`.
+        """
+        return jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0)
 
     def shares(self, f, log_f, ids, num_segments: int):
         """``[R, K]`` the largest code, split equally among the rows that hold it."""

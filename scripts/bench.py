@@ -532,7 +532,7 @@ def together(args) -> None:
 
     from sklearn.base import clone
 
-    from dpp import DPPClassifier
+    from dpp import EmbeddedDPPClassifier
     from dpp.datasets.generated import make_generated
     from dpp.estimators.neural import fit_together
     from dpp.experiment.compilation import CompileCounter
@@ -540,10 +540,9 @@ def together(args) -> None:
 
     warnings.simplefilter("ignore")  # the members' FitWarnings (stalled folds) are not timed
     sets = make_generated(num_sets=150, dim=30, min_size=2, max_size=40, seed=args.seed).sets
-    base = DPPClassifier(
-        n_prototypes=16, embedding=(256, 128, 64), optimizer="adam", pooling="max",
-        random_state=0,
-    )  # fmt: skip
+    base = EmbeddedDPPClassifier(
+        n_prototypes=16, embedding=(256, 128, 64), pooling="max", random_state=0
+    )
     folds = cv_splits(5, np.asarray(sets.labels), 0, None)
     training, estimators = [], []
     for fit_idx, _ in folds:

@@ -175,7 +175,7 @@ def test_the_networks_and_the_embedded_dpp_through_their_estimators(rng):
     for est in (
         dpp.AttentionMILClassifier(**small),
         dpp.DeepSetsClassifier(**small),
-        dpp.DPPClassifier(n_prototypes=3, embedding=(8,), optimizer="adam", pooling="max"),
+        dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **small),
     ):
         est.fit(X, y)
         scores = est.instance_scores(X[:12])

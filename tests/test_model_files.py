@@ -47,6 +47,7 @@ def _fitted() -> dict:
         "pooling": dpp.PoolingClassifier(Cs=[1.0], max_extensions=0).fit(X, Y),
         "bag_of_words": dpp.BagOfWordsClassifier(n_prototypes=4, Cs=[1.0], max_extensions=0)
         .fit(X, np.arange(36) % 3),
+        "embedded_dpp": dpp.EmbeddedDPPClassifier(n_prototypes=3, **net).fit(X, Y),
         "attention_mil": dpp.AttentionMILClassifier(gated=True, attention_size=4, **net).fit(X, Y),
         "deep_sets": dpp.DeepSetsClassifier(**net).fit(X, np.arange(36) % 3),
     }  # fmt: skip

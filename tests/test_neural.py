@@ -18,6 +18,7 @@ import dpp
 from dpp import model_file
 from dpp.baselines import neural
 from dpp.errors import FitWarning, ModelFileError
+from dpp.model import epoch_status
 from dpp.sets import RaggedSets
 
 SMALL = {"embedding": (16, 8), "max_epochs": 30, "patience": 5, "batch_size": 4}
@@ -147,30 +148,72 @@ def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, t
 
 def test_dpp_on_a_learned_embedding(problem, tmp_path):
     X, y, X_test, y_test = problem
-    est = dpp.DPPClassifier(
-        n_prototypes=6, embedding=(16, 8), optimizer="adam", pooling="max", random_state=0,
-        optimizer_options={"batch_size": 4},
-    ).fit(X, y)  # fmt: skip
+    est = dpp.EmbeddedDPPClassifier(
+        n_prototypes=6, embedding=(16, 8), pooling="max", batch_size=4, random_state=0
+    ).fit(X, y)
     assert est.score(X_test, y_test) >= 0.8
     assert est.transform(X_test).shape == (40, 6) and est.prototypes_.shape == (6, 8)
     assert (
         est.fit_report_.prototypes.embedding == (16, 8)
         and est.fit_report_.status == "early_stopped"
+        and est.fit_report_.method == "embedded_dpp"
     )
     loaded = dpp.load(est.save(tmp_path / "embedded.npz"))
+    assert type(loaded) is dpp.EmbeddedDPPClassifier
     np.testing.assert_array_equal(loaded.predict_proba(X_test), est.predict_proba(X_test))
     np.testing.assert_array_equal(loaded.transform(X_test), est.transform(X_test))
-    with pytest.raises(ValueError, match="optimizer='lbfgs_optax' cannot train it; the choices"):
-        dpp.DPPClassifier(embedding=(16,)).fit(X, y)
-    with pytest.raises(ValueError, match="one shared beta"):
-        dpp.DPPClassifier(embedding=(16,), optimizer="adam", per_prototype_beta=True).fit(X, y)
     for params, message in (
         ({"pooling": "sum"}, "pooling must be one of mean, max, gem; got 'sum'"),
         ({"embedding": (16, 2.5)}, r"embedding must be a non-empty list of positive integer"),
         ({"embedding": (0,)}, r"embedding must be a non-empty list of positive integer"),
+        ({"max_epochs": 0}, r"max_epochs must be"),
+        ({"dropout": 1.0}, r"dropout must be"),
     ):
         with pytest.raises(ValueError, match=message):
-            dpp.DPPClassifier(optimizer="adam", **params).fit(X, y)
+            dpp.EmbeddedDPPClassifier(**params).fit(X, y)
+
+
+def test_the_deprecated_embedding_forwards_to_the_embedded_dpp(problem, tmp_path):
+    """Issue 45: ``DPPClassifier(embedding=...)`` warns, and fits what
+    ``EmbeddedDPPClassifier`` fits with the options it took over, to the bit; its model files
+    keep loading as a ``DPPClassifier`` and predicting the same."""
+    X, y, X_test, _ = problem
+    old = dpp.DPPClassifier(
+        n_prototypes=4, embedding=(8,), optimizer="adam", pooling="gem",
+        optimizer_options={"batch_size": 4, "learning_rate": 3e-3},
+    )  # fmt: skip
+    with pytest.warns(DeprecationWarning, match=r"use dpp.EmbeddedDPPClassifier") as caught:
+        old.fit(X, y)
+    assert caught[0].filename == __file__  # the user's line, not dpp's
+    new = dpp.EmbeddedDPPClassifier(
+        n_prototypes=4, embedding=(8,), pooling="gem", batch_size=4, learning_rate=3e-3
+    ).fit(X, y)
+    np.testing.assert_array_equal(old.predict_proba(X_test), new.predict_proba(X_test))
+    assert old.fit_report_.method == "dpp" and old.fit_report_.rounds == new.fit_report_.rounds
+    loaded = dpp.load(old.save(tmp_path / "old.npz"))
+    assert type(loaded) is dpp.DPPClassifier
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), new.predict_proba(X_test))
+    with pytest.raises(ValueError, match="optimizer='lbfgs_optax' cannot train it; the choices"):
+        dpp.DPPClassifier(embedding=(16,)).fit(X, y)
+    with pytest.raises(ValueError, match="one shared beta"):
+        dpp.DPPClassifier(embedding=(16,), optimizer="adam", per_prototype_beta=True).fit(X, y)
+
+
+def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
+    """Issue 45: ``DPPClassifierCV`` over a ``DPPClassifier`` fits its embedding candidates as
+    :class:`dpp.EmbeddedDPPClassifier` with the base's shared parameters (not its patience,
+    which counts rounds), and tunes an ``EmbeddedDPPClassifier`` itself."""
+    from dpp.estimators.cv import Group, candidate
+
+    base = dpp.DPPClassifier(n_prototypes=3, l2=0.5, patience=2, random_state=4)
+    est = candidate(base, Group(5, "max", (8,)), l2=0.25)
+    assert type(est) is dpp.EmbeddedDPPClassifier
+    assert (est.n_prototypes, est.l2, est.pooling, est.embedding) == (5, 0.25, "max", (8,))
+    assert est.random_state == 4 and est.patience == dpp.EmbeddedDPPClassifier().patience
+    assert type(candidate(base, Group(5, "max"))) is dpp.DPPClassifier
+    search = dpp.DPPClassifierCV(dpp.EmbeddedDPPClassifier(embedding=(8,)), pooling=["mean"])
+    _, groups, by_round = search._checked()
+    assert groups == [Group(10, "mean", (8,))] and not by_round
 
 
 def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):
@@ -187,17 +230,16 @@ def test_a_network_that_never_beat_its_random_start_is_stalled_not_early_stopped
     """Table 1's first run with the neural baselines: on MPEG-7's unscaled frequencies every
     epoch's validation log-likelihood fell below the untrained network's, the refit ran 0 epochs
     and the random start (chance accuracy) was reported ``early_stopped``, a clean status."""
-    from dpp.estimators.neural import _status
-
     settings = neural.TrainSettings(max_epochs=100, patience=20)
     early = dpp.model.EarlyStopping(
         "validation_fraction", best=0, monitored=20, validation_history=(-4.251, -4.358),
         unit="epoch",
     )  # fmt: skip
-    status, reason = _status(early, None, settings)
+    status, reason = epoch_status(early, None, settings.max_epochs)
     assert status == "stalled" and status not in dpp.model.CLEAN_STATUSES
     assert "above the untrained network's (-4.2510)" in reason and "0 epochs" in reason
-    assert _status(dataclasses.replace(early, best=3), None, settings)[0] == "early_stopped"
+    best3 = dataclasses.replace(early, best=3)
+    assert epoch_status(best3, None, settings.max_epochs)[0] == "early_stopped"
 
 
 def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says():
@@ -239,13 +281,11 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
     X, y, X_test, _ = problem
     sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))
     folds = [sets.subset(np.arange(0, 60)), sets.subset(np.arange(20, 80))]
-    base = dpp.DPPClassifier(
-        n_prototypes=4, embedding=(8,), optimizer="adam", pooling="max",
-        optimizer_options={"batch_size": 4, "learning_rate": 5e-3},
-    )  # fmt: skip
     # a short training (8 epochs, patience 3): some members stop early, others do not
-    short = _capped(dpp.DPPClassifier._train_settings, {"max_epochs": 8, "patience": 3})
-    monkeypatch.setattr(dpp.DPPClassifier, "_train_settings", short)
+    base = dpp.EmbeddedDPPClassifier(
+        n_prototypes=4, embedding=(8,), pooling="max", batch_size=4, learning_rate=5e-3,
+        max_epochs=8, patience=3,
+    )  # fmt: skip
     grid = [
         (fold, l2, seed) for fold in range(2) for l2 in (1e-2, 1.0) for seed in (0, 1)
     ]  # fmt: skip
@@ -311,29 +351,27 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
         fit_together([dpp.DPPClassifier()], folds[:1])
 
 
-def _capped(train_settings, changes):
-    """``DPPClassifier._train_settings`` with fewer epochs (the embedded fit's are fixed)."""
-    return lambda self: dataclasses.replace(train_settings(self), **changes)
-
-
 def test_a_validation_value_that_is_not_finite_is_a_failed_fit_naming_the_epoch():
     """Issue 45: a network whose held-out log-likelihood became NaN stopped on patience (NaN
     never improves) and reported ``early_stopped``; it is ``failed``, and says at which epoch."""
-    from dpp.estimators.neural import _status
     from dpp.model import STATUSES, EarlyStopping
 
     settings = neural.TrainSettings(max_epochs=20, patience=2)
     history = (-0.69, -0.61, -0.58, float("nan"), float("nan"))
     early = EarlyStopping("validation_fraction", best=2, monitored=4,
                           validation_history=history, unit="epoch")  # fmt: skip
-    status, reason = _status(early, None, settings)
+    status, reason = epoch_status(early, None, settings.max_epochs)
     assert status == "failed" and status in STATUSES
     assert "not finite at epoch 3 of 4" in reason and "refitted for 2 epochs" in reason
     # a JSON round trip keeps NaN as null; it is still not finite
     restored = dataclasses.replace(early, validation_history=(*history[:3], None, None))
-    assert _status(restored, None, settings)[0] == "failed"
+    assert epoch_status(restored, None, settings.max_epochs)[0] == "failed"
     finite = dataclasses.replace(early, validation_history=history[:3] + (-0.6, -0.62))
-    assert _status(finite, None, settings)[0] == "early_stopped"
+    assert epoch_status(finite, None, settings.max_epochs)[0] == "early_stopped"
+    # the prototype fits' status function keeps the same rule, naming the round
+    rounds = dataclasses.replace(restored, unit="round")
+    status, reason = dpp.model.fit_status(None, 0.0, "coordinate_ascent", early=rounds)
+    assert status == "failed" and "not finite at round 3 of 4" in reason
 
 
 def test_a_mini_batch_holds_real_sets_only_but_for_the_last_partial_one():

@@ -45,7 +45,7 @@ from jaxtyping import Array, Bool, Float
 
 from dpp.encoding import LOG_BETA_MAX, squared_distances
 from dpp.model.report import FitReport
-from dpp.pooling import MEAN, Pooling, padded_pool, segment_shares
+from dpp.pooling import MEAN, Pooling, make_pooling, padded_pool, segment_shares
 from dpp.sets import RaggedSets, bucket_size
 
 
@@ -144,13 +144,21 @@ class AttentionMIL(eqx.Module):
         return self.classifier.bias
 
 
+def _log(h: jax.Array) -> jax.Array:
+    """``log h`` of non-negative activations, finite with a finite gradient (0 maps to tiny)."""
+    return jnp.log(jnp.maximum(h, jnp.finfo(h.dtype).tiny))
+
+
 class DeepSets(eqx.Module):
     """The embedding pooled by max (MI-Net) or mean (Deep Sets), into a softmax.
+
+    The pooling is one of :data:`dpp.pooling.REGISTRY`'s, the same code as DPP's (its value,
+    gradient and per-vector shares).
 
     Attributes:
         embedding: :class:`Embedding`.
         classifier: ``H -> C``.
-        pooling: ``max`` or ``mean`` (static).
+        pooling: a parameter-free pooling's name, ``max`` or ``mean`` (static).
     """
 
     embedding: Embedding
@@ -172,11 +180,9 @@ class DeepSets(eqx.Module):
         return jax.tree.map(lambda _: True, self)
 
     def pooled(self, x, mask, *, key=None, inference=True):
-        """``[H]`` the set's representation: the embedding pooled by max or mean."""
+        """``[H]`` the set's representation: the embedding pooled by its pooling's ``dense``."""
         h = self.embedding(x, key=key, inference=inference)
-        if self.pooling == "max":
-            return jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0)
-        return jnp.sum(jnp.where(mask[:, None], h, 0.0), axis=0) / jnp.sum(mask)
+        return make_pooling(self.pooling).dense(h, mask)
 
     def __call__(self, x, mask, *, key=None, inference=True):
         """``[C]`` class logits of one padded set."""
@@ -190,12 +196,8 @@ class DeepSets(eqx.Module):
         through the linear head: they sum to ``W z``, the logits less ``b``.
         """
         h = self.embedding(x, inference=True)
-        if self.pooling == "max":
-            z = jnp.max(jnp.where(mask[:, None], h, -jnp.inf), axis=0, keepdims=True)
-            ties = (h == z) & mask[:, None]
-            shares = jnp.where(ties, z / jnp.maximum(jnp.sum(ties, axis=0, keepdims=True), 1), 0.0)
-        else:
-            shares = jnp.where(mask[:, None], h, 0.0) / jnp.sum(mask)
+        ids = jnp.where(mask, 0, 1).astype(jnp.int32)  # h >= 0 (a ReLU): codes to share
+        shares = segment_shares(make_pooling(self.pooling), h, _log(h), ids, 1)
         return shares @ self.classifier.weight.T
 
     def intercept(self):
@@ -746,7 +748,7 @@ def initial_embedded_dpp(
 class EmbeddedFit:
     """A fitted :class:`EmbeddedDPP` with the interface of :class:`dpp.model.FittedModel`.
 
-    What ``DPPClassifier(embedding=...)`` keeps as ``model_``: ``encode`` gives the pooled codes
+    What ``EmbeddedDPPClassifier`` keeps as ``model_``: ``encode`` gives the pooled codes
     ``z``, ``log_predictive`` eq. (16), and ``mu``, ``beta``, ``theta`` are the parameters (the
     prototypes live in the embedding space, so :meth:`input_prototypes` returns them there).
 

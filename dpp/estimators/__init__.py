@@ -22,7 +22,8 @@ nothing done to them. The constructor defaults are the defaults of the command l
 back.
 
 The package: :mod:`~dpp.estimators.base` (inputs and the prototype base class),
-:mod:`~dpp.estimators.dpp`, :mod:`~dpp.estimators.baselines` (standard prototype, InfoLoss,
+:mod:`~dpp.estimators.dpp`, :mod:`~dpp.estimators.embedded` (DPP on a learned embedding),
+:mod:`~dpp.estimators.baselines` (standard prototype, InfoLoss,
 class prior), :mod:`~dpp.estimators.pooled` (the pooled and bag-of-words logistic
 regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``), :mod:`~dpp.estimators.ensemble`
 (``SetEnsembleClassifier``: members' probabilities averaged) and :mod:`~dpp.estimators.io`
@@ -44,6 +45,7 @@ from dpp.estimators.baselines import (
 )
 from dpp.estimators.cv import DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
 from dpp.estimators.io import ESTIMATORS, NEURAL_ESTIMATORS, POOLED_ESTIMATORS, load
 from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
@@ -64,6 +66,7 @@ __all__ = [
     "ClassPriorClassifier",
     "DPPClassifier",
     "DPPClassifierCV",
+    "EmbeddedDPPClassifier",
     "InfoLossClassifier",
     "PrototypeClassifier",
     "SetEnsembleClassifier",

@@ -28,6 +28,7 @@ from dpp.estimators.base import (
 )
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
 from dpp.estimators.neural import fit_together
 from dpp.metrics import weighted_score
@@ -36,6 +37,7 @@ from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
 from dpp.sets import Layout, RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import fit_classifier_paths
+from dpp.solvers.progress import bar, say
 
 logger = logging.getLogger(__name__)
 
@@ -55,12 +57,12 @@ class Group(NamedTuple):
     embedding: tuple[int, ...] | None = None
 
     def params(self) -> dict:
-        """The estimator parameters this group sets (an embedding trains with Adam)."""
+        """The estimator parameters this group sets (:func:`candidate` fits them)."""
         out = {"n_prototypes": self.n_prototypes}
         if self.pooling is not None:
             out["pooling"] = self.pooling
         if self.embedding is not None:
-            out.update(embedding=self.embedding, optimizer="adam")
+            out["embedding"] = self.embedding
         return out
 
     def member(self) -> tuple:
@@ -87,7 +89,7 @@ _NOT_TUNED = {
     for name in ("AttentionMILClassifier", "DeepSetsClassifier")
 }
 _NOT_TUNED[None] = (
-    "DPPClassifierCV tunes the prototype estimators (DPPClassifier, "
+    "DPPClassifierCV tunes the prototype estimators (DPPClassifier, EmbeddedDPPClassifier, "
     "StandardPrototypeClassifier, InfoLossClassifier, ClassPriorClassifier); got {name}"
 )
 
@@ -195,10 +197,13 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             its class: on the suite's tasks the generalised mean earned its cost (about 1.5x
             the time of mean and max alone; +6.5 points on the 30-D proportion task, the same
             or better elsewhere; ``python scripts/candidates_probe.py``).
-        embedding: candidate embeddings of a :class:`DPPClassifier`: ``None`` for the paper's
-            model and widths such as ``(256, 128, 64)`` for DPP on a learned embedding (its
-            candidates train with ``optimizer="adam"`` and stop early on their own 20 %; the
-            rounds are not chosen for them); ``None`` alone: the estimator's own.
+        embedding: candidate embeddings: ``None`` for the paper's model and widths such as
+            ``(256, 128, 64)`` for DPP on a learned embedding, an
+            :class:`~dpp.EmbeddedDPPClassifier` with the estimator's shared parameters
+            (:meth:`~dpp.EmbeddedDPPClassifier.like`; it stops early on its own 20 % of each
+            fold, its epochs are not chosen here). Every candidate is scored the same way: on
+            the held-out folds. ``None`` alone: the estimator's own (an
+            ``EmbeddedDPPClassifier``'s widths).
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -237,6 +242,10 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             order when it warm-starts) and run in joblib threads (the compiled programs release
             the GIL; processes would compile every program anew): each fit, and so the
             selection, is bit for bit the same with any ``n_jobs``.
+        verbose: a progress bar over the fits (candidates x folds, the grid's extensions and
+            the refits; ``tqdm``, on stderr) and a closing line with the choice, its
+            validation score and the class prior's. The fits' own ``verbose`` is the
+            estimator's.
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
@@ -277,7 +286,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         estimator=None,
         l2s=(1e-3, 1e-2, 1e-1, 1.0),
         n_prototypes=None,
-        pooling=("mean", "max", "gem"),
+        pooling=POOLINGS,
         embedding=(None,),
         cv=5,
         scoring: str = "log_likelihood",
@@ -285,6 +294,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         select_rounds: bool = True,
         rule: str = "ensemble",
         n_jobs: int | None = None,
+        verbose: bool = False,
     ):
         self.estimator = estimator
         self.l2s = l2s
@@ -297,6 +307,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.select_rounds = select_rounds
         self.rule = rule
         self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Cross-validates every (``n_prototypes``, ``l2``) candidate, then refits the best.
@@ -328,6 +339,26 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         seed = resolve_seed(base.random_state)  # the folds' (None: fresh, as the fits')
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         search = _Search(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
+        with bar(0, type(self).__name__, bool(self.verbose)) as search.bar:
+            self._search(search, base, candidates, by_round, sets, classes)
+        if self.verbose:
+            say(logger, "%s: %s", type(self).__name__, self._summary())
+        return self
+
+    def _summary(self) -> str:
+        """The verbose fit's closing line: the choice, its score, the prior's."""
+        members = getattr(self, "members_", None)
+        chosen = (
+            "; ".join(f"{m['name']}: {m['params']}" for m in members)
+            if members else f"{self.best_params_}"
+        )  # fmt: skip
+        return (
+            f"chose {chosen} ({self.best_position_}); validation {self.scoring} "
+            f"{self.best_score_:.4f} against the class prior's {self.prior_score_:.4f}"
+        )
+
+    def _search(self, search, base, candidates, by_round, sets, classes) -> None:
+        """:meth:`fit` once the folds are drawn: scores, grows, chooses and refits."""
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
         search.cross_validate(candidates, l2s, warm=True)
         members = list(dict.fromkeys(g.member() for g in candidates))
@@ -338,7 +369,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             m: self._grow(search, choose(_own(search.scores, m))[0])
             for m in (members if ensemble else [None])
         }
-        best_key = self._set_results(search, len(folds))
+        best_key = self._set_results(search, len(search.folds))
         self.prior_score_ = float(
             np.mean([_prior_score(part, held, self.scoring) for part, held in search.parts])
         )
@@ -348,7 +379,7 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
             self.classes_ = classes
             self.n_features_in_ = self.best_estimator_.n_features_in_
-            return self
+            return
         group, choice = grown[None]
         self.best_position_ = choice.position  # the best is best_group's: only its path grew
         self.l2s_added_ = list(choice.added)
@@ -366,7 +397,6 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         self.best_estimator_ = _refit(base, best_key, self.best_rounds_, sets, search, classes)
         self.classes_ = classes
         self.n_features_in_ = self.best_estimator_.n_features_in_
-        return self
 
     def _grow(self, search: _Search, group: Group):
         """``(group, choice)``: ``group``'s ``l2`` path grown past an edge of its best score.
@@ -476,6 +506,8 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
             embeddings = list(self.embedding)
         if params.get("embedding") is not None and embeddings == [None]:
             embeddings = [tuple(params["embedding"])]
+        if isinstance(base, EmbeddedDPPClassifier):  # None: its own widths (it has no other)
+            embeddings = [tuple(params["embedding"]) if e is None else e for e in embeddings]
         candidates = [
             Group(int(k), p, None if e is None else check.Widths()("embedding", e))
             for e in embeddings for p in poolings for k in ks
@@ -631,6 +663,8 @@ class _Search:
         #: layout, so that each candidate group runs one compiled coordinate-ascent program;
         #: with several poolings, the pooling is data of that program (one for all of them)
         self.fit_params = {}
+        #: the verbose fit's progress bar (:func:`dpp.solvers.progress.bar`; ``None``: none)
+        self.bar = None
         if isinstance(base, DPPClassifier):  # every fold's order: fitted sets, then held out
             sizes = sets.set_sizes()
             orders = [sizes] + [
@@ -656,10 +690,14 @@ class _Search:
         units = []
         for group in groups:
             if not self.by_round and hasattr(self.base, "fold_codes"):
+                self.more(len(self.parts) * len(path))
                 self._theta_steps(group, path)
+                self.done(len(self.parts) * len(path))
                 self._log(group, path)
             elif group.embedding is not None:
+                self.more(len(self.parts) * len(path))
                 self._together(group, path)
+                self.done(len(self.parts) * len(path))
                 self._log(group, path)
             elif self.by_round:  # every candidate starts afresh from the fold's centres
                 units += [(group, f, (l2,)) for f in range(len(self.parts)) for l2 in path]
@@ -667,9 +705,10 @@ class _Search:
                 units += [(group, f, tuple(path)) for f in range(len(self.parts))]
         if not units:
             return
+        self.more(sum(len(p) for _, _, p in units))
         if self.by_round:  # k-means once per fold and K, before any fit runs
             for group, f, _ in units:
-                self._centres(f, clone(self.base).set_params(**group.params()))
+                self._centres(f, candidate(self.base, group))
         results = self._run(units, warm)
         by_key: dict = {}  # (group, l2) -> [fold results], in the sequential loop's order
         for (group, f, _), (est, fits) in zip(units, results, strict=True):
@@ -724,7 +763,7 @@ class _Search:
         part, held = self.parts[f]
         est = self.last.get((f, group)) if warm and not self.by_round else None
         if est is None:
-            est = clone(self.base).set_params(**group.params(), warm_start=not self.by_round)
+            est = candidate(self.base, group, warm_start=not self.by_round)
             if self.by_round:  # every candidate starts from the fold's k-means centres
                 est.set_params(init=self._centres(f, est))
         fits = []
@@ -741,7 +780,19 @@ class _Search:
                 )
             elapsed = (time.perf_counter() - t0) / len(self.parts)
             fits.append((l2, value, est.fit_report_.status, elapsed))
+            self.done()
         return est, fits
+
+    def more(self, fits: int) -> None:
+        """Adds ``fits`` to the progress bar's total (a verbose fit's)."""
+        if self.bar is not None and not self.bar.disable:
+            self.bar.total += fits
+            self.bar.refresh()
+
+    def done(self, fits: int = 1) -> None:
+        """Advances the progress bar by ``fits``."""
+        if self.bar is not None:
+            self.bar.update(fits)
 
     def _together(self, group: Group, path: list[float]) -> None:
         """Scores ``(group, l2)`` for every ``l2`` of ``path``: DPP on an embedding.
@@ -755,8 +806,9 @@ class _Search:
         keys, estimators, training = [], [], []
         for f, (part, _) in enumerate(self.parts):
             for l2 in path:
-                est = clone(self.base).set_params(
-                    **group.params(),
+                est = candidate(
+                    self.base,
+                    group,
                     l2=float(l2 * self.shrink[f]),
                     validation_fraction=DEFAULT_VALIDATION_FRACTION,
                 )  # early stopping within the fold's fit
@@ -808,7 +860,7 @@ class _Search:
         """
         t0 = time.perf_counter()
         if k not in self.codes:
-            est = clone(self.base).set_params(**k.params())
+            est = candidate(self.base, k)
             self.codes[k] = np.stack([est.fold_codes(part, self.sets) for part, _ in self.parts])
         codes, fitted = self.codes[k], self.thetas.setdefault(k, {})
         weights = np.asarray(self.sets.weights, np.float64)
@@ -902,6 +954,18 @@ def _member_name(member: tuple) -> str:
     return (pooling or "own") + ("" if embedding is None else "_embedded")
 
 
+def candidate(base, group: Group, **params):
+    """The unfitted estimator of ``group`` (with ``params`` set), from the tuned ``base``.
+
+    ``base`` cloned with the group's parameters; for a group on an embedding over a paper's
+    model, the :class:`~dpp.EmbeddedDPPClassifier` with ``base``'s shared parameters
+    (:meth:`~dpp.EmbeddedDPPClassifier.like`).
+    """
+    if group.embedding is None or isinstance(base, EmbeddedDPPClassifier):
+        return clone(base).set_params(**group.params(), **params)
+    return EmbeddedDPPClassifier.like(base, **group.params(), **params)
+
+
 def _refit(base, key: tuple, rounds, sets, search: _Search, classes):
     """Candidate ``key`` (``(Group, l2)``) fitted on every training set, as it was scored.
 
@@ -909,13 +973,15 @@ def _refit(base, key: tuple, rounds, sets, search: _Search, classes):
     stops early on its own held-out share (with rounds chosen, ``base`` holds
     ``validation_fraction=0``).
     """
-    est = clone(base).set_params(**key[0].params(), l2=key[1])
+    search.more(1)
+    est = candidate(base, key[0], l2=key[1])
     if key[0].embedding is not None:
         est.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
     if rounds is not None:
         est.fit(sets, round_cap=rounds, **search.fit_params)
     else:
         est.fit(sets, **search.fit_params)
+    search.done()
     est.classes_ = classes
     return est
 

@@ -2,33 +2,28 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import ClassVar
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
 from dpp.baselines import neural
 from dpp.baselines.infoloss import InfoLossSettings
+from dpp.errors import warn_caller
 from dpp.estimators.base import PrototypeClassifier, write_model_file
-from dpp.estimators.neural import (
-    Member,
-    network_leaves,
-    restore_network,
-    train_with_early_stopping,
-)
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
+from dpp.estimators.embedded import EmbeddedDPPClassifier
+from dpp.estimators.neural import Member, network_leaves, restore_network
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
 from dpp.model.fit import FIT_RULES
-from dpp.model.report import FitReport, PrototypeFacts
-from dpp.pooling import POOLINGS, exponent, make_pooling
+from dpp.model.report import FitReport
+from dpp.pooling import POOLINGS
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
-from dpp.solvers.coordinate_ascent import FitSettings, fit_classifier
+from dpp.solvers.coordinate_ascent import FitSettings
 
 _FIT = FitSettings()
 _INFOLOSS = InfoLossSettings()
@@ -70,17 +65,12 @@ class DPPClassifier(PrototypeClassifier):
             multiple-instance assumption) or ``gem`` (a generalised mean whose exponent
             ``p = 1 + softplus(rho)`` in ``[1, 64]`` is learned with the prototypes from
             ``p = 3``; mean and max are its limits). ``DPPClassifierCV`` can choose it.
-        embedding: ``None`` (the paper's model, the default), or the widths of an MLP
-            (Equinox, ReLU layers, e.g. ``(256, 128, 64)``) applied to every vector before the
-            soft assignment: DPP on a learned embedding. The MLP, ``mu``, ``beta``, ``Theta``
-            (and the pooling's ``p``) are then trained jointly by Adam epochs, with early
-            stopping on ``validation_fraction`` of the training sets and a refit on all of
-            them (:mod:`dpp.baselines.neural`): learning rate 5e-4, weight decay 5e-3 on the
-            MLP, ``l2`` on ``Theta`` as always, at most 100 epochs, patience 20, one set a
-            step (``optimizer_options`` ``learning_rate`` and ``batch_size`` override them).
-            ``mu`` starts at k-means of the embedded training vectors and ``beta`` at the
-            median nearest squared distance there. Needs ``optimizer="adam"``; one shared
-            ``beta``; one device. ``prototypes_`` are then in the embedding space.
+        embedding: deprecated (removed in the next release): ``None``, the paper's model and
+            the default. Widths such as ``(256, 128, 64)`` forward the fit to
+            :class:`~dpp.EmbeddedDPPClassifier` (DPP on a learned embedding) with its
+            defaults, ``optimizer_options`` ``learning_rate`` and ``batch_size`` taken over
+            and a ``DeprecationWarning``; it needs ``optimizer="adam"``, one shared ``beta``
+            and one device. Model files written with it load and predict as before.
         beta_prior: prior on ``log beta``: ``none``, ``lognormal`` (Gaussian on ``log beta``
             with mean ``beta_prior_loc`` and s.d. ``beta_prior_scale``) or ``gamma`` (shape
             ``beta_prior_loc``, rate ``beta_prior_scale``), in the units of the preprocessed
@@ -311,7 +301,8 @@ class DPPClassifier(PrototypeClassifier):
                     "validation_sets and round_cap choose coordinate-ascent rounds; with an "
                     "embedding, early stopping holds out validation_fraction of the sets"
                 )
-            return self._fit_embedded(sets, seed)
+            self._deprecated()
+            return self._forward()._fit_model(sets, seed)
         start = self._warm_model(sets)
         if start is not None and (
             np.ndim(start.log_beta) != int(bool(self.per_prototype_beta))
@@ -340,86 +331,35 @@ class DPPClassifier(PrototypeClassifier):
             any_pooling=bool(any_pooling),
         )
 
-    # ------------------------------------------------------------------ DPP on an embedding
-    def _train_settings(self):
-        """Adam and early stopping of the embedded fit (the neural baselines' defaults)."""
-        options = self.optimizer_options or {}
-        defaults = neural.TrainSettings()
-        return dataclasses.replace(
-            defaults,
-            learning_rate=float(options.get("learning_rate", defaults.learning_rate)),
-            batch_size=int(options.get("batch_size", defaults.batch_size)),
+    # ------------------------------------------------------------------ deprecated embedding
+    def _forward(self) -> _Forward:
+        """The :class:`EmbeddedDPPClassifier` a deprecated ``embedding`` forwards to."""
+        return _Forward.like(self)
+
+    def _deprecated(self) -> None:
+        warn_caller(
+            f"DPPClassifier(embedding={tuple(self.embedding)}) is deprecated and will be removed "
+            "in the next release: use dpp.EmbeddedDPPClassifier(embedding=..., learning_rate=..., "
+            "max_epochs=..., patience=...), the same fit with its training parameters explicit",
+            DeprecationWarning,
         )
 
-    def _embedded_network(self, dim, num_classes, key, vectors=None, weight=1.0, seed=0):
-        """The initial network: k-means of the embedded ``vectors`` (zeros without them).
-
-        ``Theta`` is 0 here; :meth:`_fit_embedded` starts it with a Theta-step.
-        """
-        embedding = neural.Embedding(dim, tuple(self.embedding), 0.0, key=key)
-        k = int(self.n_prototypes)
-        if vectors is None:  # a skeleton, whose arrays a model file replaces
-            centres, log_beta = np.zeros((k, embedding.layers[-1].out_features)), 0.0
-        else:
-            embedded = neural.embed(embedding, vectors)
-            if embedded.shape[0] < k:
-                raise ValueError(
-                    f"n_prototypes = {k} exceeds the {embedded.shape[0]} training vectors"
-                )
-            centres = kmeans_centres(embedded, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
-            log_beta = float(init_log_beta(embedded, centres, float(self.beta_scale)))
-        return neural.initial_embedded_dpp(
-            embedding, centres, log_beta, num_classes, make_pooling(self.pooling),
-            float(self.l2) / weight,
-        )  # fmt: skip
-
-    def _fit_embedded(self, sets: RaggedSets, seed: int) -> neural.EmbeddedFit:
-        """DPP on a learned embedding: trained jointly by Adam with early stopping."""
-        network, report, _ = train_with_early_stopping(*self._member(sets, seed))
-        return self._embedded_fit(network, report)
-
-    def _embedded_fit(self, network: neural.EmbeddedDPP, report: FitReport) -> neural.EmbeddedFit:
-        """The fitted model of a trained network, with the embedding's facts in its report."""
-        facts = PrototypeFacts(
-            embedding=tuple(int(w) for w in self.embedding), pooling_p=exponent(network.pooling)
-        )
-        return neural.EmbeddedFit(
-            network, np.zeros(0), dataclasses.replace(report, prototypes=facts)
-        )
-
-    def _finish(self, network: neural.EmbeddedDPP, report: FitReport):
-        """Sets the fitted attributes from a network trained by :func:`fit_together`."""
-        self._set_fitted(self._embedded_fit(network, report))
+    def _finish(self, network, report: FitReport):
+        """Sets the fitted attributes from a network trained by ``fit_together``."""
+        self._set_fitted(self._forward()._embedded_fit(network, report))
         self._warn_status()
         return self
 
     def _member(self, sets: RaggedSets, seed: int) -> Member:
-        """The embedded fit as a :class:`~dpp.estimators.neural.Member`.
-
-        What :func:`~dpp.estimators.neural.fit_together` batches.
+        """The embedded fit as a :class:`~dpp.estimators.neural.Member` (deprecated path).
 
         Raises:
             ValueError: without an ``embedding`` (coordinate ascent is not batched).
         """
         if self.embedding is None:
             raise ValueError("only DPP on an embedding is trained by Adam epochs that batch")
-        solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
-
-        def make(part: RaggedSets, key):
-            vectors = np.asarray(part.vectors, np.float32)
-            weight = float(np.sum(np.asarray(part.weights)))
-            network = self._embedded_network(part.dim, part.num_classes, key, vectors, weight, seed)
-            # the paper's first step: Theta fitted on the start's codes (a convex problem), so
-            # that Adam refines a classifier rather than grows one from 0
-            z = neural.EmbeddedFit(network, np.zeros(0), FitReport("dpp")).encode(part)
-            theta = fit_classifier(
-                z, np.asarray(part.labels), np.asarray(part.weights), network.theta,
-                float(self.l2), solver,
-            )  # fmt: skip
-            return dataclasses.replace(network, theta=jnp.asarray(theta, network.theta.dtype))
-
-        fraction = float(self.validation_fraction)
-        return Member(make, sets, self._train_settings(), fraction, seed, "dpp")
+        self._deprecated()
+        return self._forward()._member(sets, seed)
 
     def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """The paper's model's arrays, or an embedded network's ``net_*``."""
@@ -442,8 +382,14 @@ class DPPClassifier(PrototypeClassifier):
     def _restore(self, path, header: dict, arrays: dict, dim: int) -> None:
         if self.embedding is None:
             return super()._restore(path, header, arrays, dim)
-        skeleton = self._embedded_network(dim, len(header["classes"]), jax.random.key(0))
+        skeleton = self._forward()._network(dim, len(header["classes"]), jax.random.key(0))
         network = restore_network(path, skeleton, arrays)
         report = FitReport.from_dict("dpp", header["info"])
         self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), report))
         return None
+
+
+class _Forward(EmbeddedDPPClassifier):
+    """What ``DPPClassifier(embedding=...)`` fits: its reports keep the method name ``dpp``."""
+
+    method = "dpp"

@@ -26,6 +26,7 @@ from dpp import model_file
 from dpp.estimators.base import labelled_sets
 from dpp.model import FitReport
 from dpp.model.report import CLEAN_STATUSES, STATUSES
+from dpp.pooling import POOLINGS
 
 #: The class name a model file of an ensemble records (``estimator`` of its header).
 ENSEMBLE = "SetEnsembleClassifier"
@@ -37,7 +38,7 @@ def default_members(random_state=0) -> list[tuple[str, BaseEstimator]]:
     from dpp.estimators.dpp import DPPClassifier
 
     base = DPPClassifier(random_state=random_state)
-    return [(p, DPPClassifierCV(base, pooling=(p,))) for p in ("mean", "max", "gem")]
+    return [(p, DPPClassifierCV(base, pooling=(p,))) for p in POOLINGS]
 
 
 def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:

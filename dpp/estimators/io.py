@@ -24,6 +24,7 @@ from dpp.estimators.baselines import (
     StandardPrototypeClassifier,
 )
 from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.neural import (
     AttentionMILClassifier,
     DeepSetsClassifier,
@@ -43,6 +44,7 @@ ESTIMATORS: dict[str, type] = {
     cls.method: cls
     for cls in (
         DPPClassifier,
+        EmbeddedDPPClassifier,
         StandardPrototypeClassifier,
         InfoLossClassifier,
         ClassPriorClassifier,

@@ -17,6 +17,7 @@ then refitted from the same start on all training sets for the best number of ep
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -42,13 +43,18 @@ from dpp.estimators.base import (
     warn_unclean,
     write_model_file,
 )
-from dpp.model import MIN_VALIDATION_SETS, EarlyStopping, FitReport
-from dpp.selection import holdout_split
+from dpp.model import EarlyStopping, FitReport, epoch_status
+from dpp.pooling import REGISTRY as POOLING_REGISTRY
+from dpp.selection import hold_out
 from dpp.sets import RaggedSets
+from dpp.solvers.progress import say
 from dpp.solvers.theta import vectorise_members
 from dpp.units import Affine
 
 _TRAIN = neural.TrainSettings()
+#: The poolings Deep Sets takes: the registry's with a dense (padded-set) form, mean and max.
+DENSE_POOLINGS = tuple(kind for kind, cls in POOLING_REGISTRY.items() if hasattr(cls, "dense"))
+logger = logging.getLogger(__name__)
 
 
 def network_leaves(network: eqx.Module) -> dict[str, np.ndarray]:
@@ -96,6 +102,8 @@ class Member(NamedTuple):
             network trained for ``max_epochs``, when fewer than 10 sets would be held out.
         seed: seed of the split, the start, the order of the sets and dropout.
         method: the method's name, for the report.
+        verbose: a progress line after the monitored fit and after the refit
+            (:func:`dpp.solvers.progress.say`).
     """
 
     make: Callable
@@ -104,6 +112,7 @@ class Member(NamedTuple):
     fraction: float
     seed: int
     method: str
+    verbose: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,16 +136,13 @@ def _plan(member: Member) -> _Plan:
     sets, settings, fraction, seed = member.sets, member.settings, member.fraction, member.seed
     init_key, train_key = jax.random.split(jax.random.key(seed))
     classes = sets.num_classes
-    held_out = int(np.ceil(fraction * sets.num_sets))
-    skipped = None
-    if fraction > 0 and held_out < MIN_VALIDATION_SETS:
-        skipped = (
-            f"early stopping skipped: {held_out} validation sets (< {MIN_VALIDATION_SETS}); "
-            f"trained for max_epochs = {settings.max_epochs}"
-        )
-    monitored = fraction > 0 and skipped is None
+    split = hold_out(
+        np.asarray(sets.labels), fraction, seed,
+        f"trained for max_epochs = {settings.max_epochs} epochs",
+    )  # fmt: skip
+    skipped, monitored = split.skipped, split.fit is not None
     if monitored:
-        fit_idx, val_idx = holdout_split(np.asarray(sets.labels), fraction, seed)
+        fit_idx, val_idx = split.fit, split.validation
         held = sets.subset(val_idx)
     else:  # the refit records the log-likelihood of a few of its own sets (not used)
         held = sets.subset(np.arange(min(8, sets.num_sets)))
@@ -178,7 +184,7 @@ def _chosen(plan: _Plan, result: neural.TrainResult | None):
 
 def _report(plan: _Plan, epochs: int, early, seconds: float) -> FitReport:
     settings = plan.member.settings
-    status, reason = _status(early, plan.skipped, settings)
+    status, reason = epoch_status(early, plan.skipped, settings.max_epochs)
     if early is None:
         early = EarlyStopping(skipped=plan.skipped or "off", unit="epoch")
     return FitReport(
@@ -194,6 +200,7 @@ def train_with_early_stopping(
     fraction: float,
     seed: int,
     method: str,
+    verbose: bool = False,
 ) -> tuple[eqx.Module, FitReport, np.ndarray]:
     """Trains a network with early stopping on held-out sets, then refits it on all the sets.
 
@@ -205,6 +212,7 @@ def train_with_early_stopping(
             network trained for ``max_epochs``, when fewer than 10 sets would be held out.
         seed: seed of the split, the start, the order of the sets and dropout.
         method: the method's name, for the report.
+        verbose: a progress line after each of the two fits (:func:`dpp.solvers.progress.say`).
 
     Returns:
         ``(network, report, history)``: the refitted network, the fit's
@@ -212,7 +220,7 @@ def train_with_early_stopping(
         ``early_stopping`` ...), and the held-out log-likelihood per epoch.
     """
     t0 = time.perf_counter()
-    plan = _plan(Member(make, sets, settings, fraction, seed, method))
+    plan = _plan(Member(make, sets, settings, fraction, seed, method, verbose))
     first = None
     if plan.monitored:
         first = neural.train(
@@ -225,11 +233,36 @@ def train_with_early_stopping(
             jnp.asarray(True),
         )  # fmt: skip (traced cap and flag: one program for both fits)
     epochs, early, history = _chosen(plan, first)
+    if verbose:
+        _say_monitored(plan, early, time.perf_counter() - t0)
     refit = neural.train(
         plan.refit_start, plan.refit_buckets, plan.validation, plan.train_key, settings,
         jnp.int32(epochs), jnp.asarray(False),
     )  # fmt: skip
-    return refit.model, _report(plan, epochs, early, time.perf_counter() - t0), history
+    report = _report(plan, epochs, early, time.perf_counter() - t0)
+    if verbose:
+        say(logger, "%s: %s in %.1f s (%s)", method, report.status, report.seconds, report.reason)
+    return refit.model, report, history
+
+
+def _say_monitored(plan: _Plan, early: EarlyStopping | None, seconds: float) -> None:
+    """The progress line of a verbose fit after its monitored fit."""
+    method = plan.member.method
+    if early is None:
+        say(logger, "%s: %s; training on all %d sets", method,
+            plan.skipped or "early stopping off", plan.member.sets.num_sets)  # fmt: skip
+        return
+    say(
+        logger,
+        "%s: early stopping on %d held-out sets: best epoch %d of %d (validation "
+        "log-likelihood per set %s), %.1f s; refitting on all %d sets",
+        method, early.validation_sets, early.best, early.monitored,
+        _fmt(early.validation_history[early.best]), seconds, plan.member.sets.num_sets,
+    )  # fmt: skip
+
+
+def _fmt(value) -> str:
+    return "not finite" if value is None or not math.isfinite(value) else f"{value:.4f}"
 
 
 def default_chunk(members: int) -> int:
@@ -384,41 +417,6 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
     ]
 
 
-def _status(early: EarlyStopping | None, skipped: str | None, settings) -> tuple[str, str]:
-    """The truthful status of a neural fit (the vocabulary of :data:`dpp.model.STATUSES`)."""
-    if early is None:
-        why = skipped or "early stopping off (validation_fraction = 0)"
-        return "max_rounds", f"{why}: trained for max_epochs = {settings.max_epochs} epochs"
-    best, monitored = early.best, early.monitored
-    diverged = [
-        epoch
-        for epoch, value in enumerate(early.validation_history)
-        if value is None or not math.isfinite(value)
-    ]
-    if diverged:  # NaN compares as no improvement: it would read as early stopping
-        return "failed", (
-            f"the validation log-likelihood was not finite at epoch {diverged[0]} of "
-            f"{monitored}: the training diverged; refitted for {best} epochs, the last finite "
-            "best (a smaller learning_rate?)"
-        )
-    if best == 0:
-        start = early.validation_history[0]
-        return "stalled", (
-            f"no epoch of {monitored} raised the validation log-likelihood above the untrained "
-            f"network's ({start:.4f}): refitted for 0 epochs, the network is its random start "
-            "(inputs on a small scale? standardize=True)"
-        )
-    if best == settings.max_epochs:
-        return "max_rounds", (
-            f"the validation log-likelihood was still rising at max_epochs = "
-            f"{settings.max_epochs}; refitted for that many epochs"
-        )
-    return "early_stopped", (
-        f"refitted on all training sets for {best} epochs, the best of {monitored} on the "
-        "validation sets"
-    )
-
-
 class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
     """Shared machinery of the neural set classifiers (not used directly).
 
@@ -448,6 +446,7 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         "validation_fraction": check.Real(low=0, high=1, high_open=True),
         "standardize": check.Bool(),
         "random_state": check.Optional(check.Int(0)),
+        "verbose": check.Bool(),
     }
 
     def check_params(self) -> None:
@@ -504,8 +503,9 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         """The fit's :class:`Member` (what :func:`fit_together` batches)."""
         settings = self._train_settings()
         return Member(
-            self._make, sets, settings, float(self.validation_fraction), seed, self.method
-        )
+            self._make, sets, settings, float(self.validation_fraction), seed, self.method,
+            bool(self.verbose),
+        )  # fmt: skip
 
     def _finish(self, network: eqx.Module, report: FitReport):
         """Sets the fitted attributes from a trained network; returns ``self``.
@@ -688,6 +688,9 @@ class AttentionMILClassifier(NeuralSetClassifier):
         preprocess: a prefit :class:`~dpp.units.Affine` used instead of ``standardize``.
         random_state: seed of the split, the start, the order of the sets and dropout
             (``None``: a fresh one, as every estimator here).
+        verbose: a progress line after the early-stopping fit and after the refit (best
+            epoch, held-out log-likelihood, status, seconds), to stderr where logging is not
+            configured.
     """
 
     method = "attention_mil"
@@ -707,6 +710,7 @@ class AttentionMILClassifier(NeuralSetClassifier):
         standardize: bool = True,
         preprocess: Affine | None = None,
         random_state: int | None = 0,
+        verbose: bool = False,
     ):
         self.gated = gated
         self.attention_size = attention_size
@@ -721,6 +725,7 @@ class AttentionMILClassifier(NeuralSetClassifier):
         self.standardize = standardize
         self.preprocess = preprocess
         self.random_state = random_state
+        self.verbose = verbose
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **NeuralSetClassifier._parameter_constraints,
@@ -765,12 +770,13 @@ class DeepSetsClassifier(NeuralSetClassifier):
     linear readout.
 
     Args:
-        pooling: ``max`` (MI-Net, the default) or ``mean`` (Deep Sets).
+        pooling: ``max`` (MI-Net, the default) or ``mean`` (Deep Sets): a pooling of
+            :data:`dpp.pooling.REGISTRY` with a dense (padded-set) form.
 
     The other parameters (``embedding``, ``dropout``, ``learning_rate``, ``weight_decay``,
     ``batch_size``, ``max_epochs``, ``patience``, ``validation_fraction``, ``standardize``,
-    ``preprocess``, ``random_state``) are as :class:`AttentionMILClassifier`'s (256-128-64 and
-    dropout 0.5 are MI-Net's).
+    ``preprocess``, ``random_state``, ``verbose``) are as :class:`AttentionMILClassifier`'s
+    (256-128-64 and dropout 0.5 are MI-Net's).
     """
 
     method = "deep_sets"
@@ -789,6 +795,7 @@ class DeepSetsClassifier(NeuralSetClassifier):
         standardize: bool = True,
         preprocess: Affine | None = None,
         random_state: int | None = 0,
+        verbose: bool = False,
     ):
         self.pooling = pooling
         self.embedding = embedding
@@ -802,10 +809,11 @@ class DeepSetsClassifier(NeuralSetClassifier):
         self.standardize = standardize
         self.preprocess = preprocess
         self.random_state = random_state
+        self.verbose = verbose
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **NeuralSetClassifier._parameter_constraints,
-        "pooling": check.Choice(("max", "mean")),
+        "pooling": check.Choice(DENSE_POOLINGS),
     }
 
     def _make(self, sets: RaggedSets, key) -> eqx.Module:

@@ -12,7 +12,7 @@ with its default selection and scored on the held-out one:
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
   fix the pooling; ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned
-  embedding (``DPPClassifier(embedding=(256, 128, 64))``, K = 16);
+  embedding (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16);
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -49,6 +49,7 @@ from dpp.estimators import ESTIMATORS, DPPClassifierCV, SetEnsembleClassifier
 from dpp.estimators.ensemble import seed_members
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
 from dpp.metrics import evaluate
+from dpp.pooling import POOLINGS
 
 #: Data seeds of draw ``d`` are ``base + DRAW_STRIDE * d``: draw 0 is each task's original data.
 DRAW_STRIDE = 1000
@@ -185,7 +186,7 @@ class SelectedNetwork:
         return getattr(self.__dict__["best_estimator_"], name)
 
 
-def _ensemble(poolings=("mean", "max", "gem"), seeds: int = 1):
+def _ensemble(poolings=POOLINGS, seeds: int = 1):
     """The per-pooling winners (``_dpp_cv([p])``), or one over ``seeds`` k-means seeds."""
 
     def make(k: int, seed: int):
@@ -201,10 +202,9 @@ def _ensemble(poolings=("mean", "max", "gem"), seeds: int = 1):
 def _embedded(pooling: str):
     def make(k: int, seed: int):
         del k  # the embedding space has its own K
-        return ESTIMATORS["dpp"](
-            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, optimizer="adam", pooling=pooling,
-            random_state=seed,
-        )  # fmt: skip
+        return ESTIMATORS["embedded_dpp"](
+            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, pooling=pooling, random_state=seed
+        )
 
     return make
 

@@ -1,0 +1,300 @@
+"""DPP on a learned embedding: an MLP before the soft assignment, trained with it by Adam.
+
+:class:`EmbeddedDPPClassifier` is a neural set classifier built from the networks' layers
+(:mod:`dpp.baselines.neural`): every vector passes through the networks' MLP, is softly assigned
+to ``K`` prototypes in the embedding space (eq. 3), the codes are pooled (:mod:`dpp.pooling`)
+and classified by eq. (16). The MLP, ``mu``, ``beta``, ``Theta`` (and a generalised mean's
+exponent) are trained jointly by Adam epochs with the networks' early stopping
+(:func:`~dpp.estimators.neural.train_with_early_stopping`). It is a prototype estimator as
+well: ``transform`` gives the codes ``z``, ``soft_assignments`` and ``instance_scores`` the
+per-vector evidence, ``prototypes_`` lie in the embedding space.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from dpp import params as check
+from dpp.baselines import neural
+from dpp.estimators.base import PrototypeClassifier, write_model_file
+from dpp.estimators.neural import (
+    Member,
+    NeuralSetClassifier,
+    network_leaves,
+    restore_network,
+    train_with_early_stopping,
+)
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
+from dpp.model.report import FitReport, PrototypeFacts
+from dpp.pooling import POOLINGS, exponent, make_pooling
+from dpp.sets import RaggedSets
+from dpp.solvers import options as solver_options
+from dpp.solvers.coordinate_ascent import FitSettings, fit_classifier
+
+_FIT = FitSettings()
+_TRAIN = neural.TrainSettings()
+#: The parameters a prototype estimator shares with this one, with the same meaning.
+_SHARED_MEANING = (
+    "n_prototypes", "l2", "pooling", "validation_fraction", "beta_scale", "standardize",
+    "pca_components", "preprocess", "kmeans_n_init", "kmeans_max_iter", "random_state", "verbose",
+)  # fmt: skip
+
+
+class EmbeddedDPPClassifier(PrototypeClassifier):
+    r"""DPP on a learned embedding: an MLP, soft assignment, pooling and softmax, by Adam.
+
+    Every vector ``x`` passes through an MLP ``h`` (Equinox ReLU layers of widths
+    ``embedding``, dropout after the last: the networks' :class:`~dpp.baselines.neural.Embedding`),
+    is softly assigned to ``K`` prototypes ``mu`` in the embedding space with inverse
+    temperature ``beta`` (eq. 3 on ``h(x)``), the set's codes are pooled into ``z``
+    (:mod:`dpp.pooling`) and a softmax classifier ``Theta`` predicts its class (eq. 16). ``mu``
+    starts at k-means of the embedded training vectors, ``beta`` at the inverse median
+    squared distance to the nearest centre there (times ``beta_scale``), and ``Theta`` at the
+    maximiser on those codes (the paper's first Theta-step); then everything is trained by
+    Adam epochs on the soft-label log-likelihood (eq. 17) less ``l2 * tr(Theta^T Theta)`` and
+    ``weight_decay`` on the MLP, with early stopping on ``validation_fraction`` of the
+    training sets and a refit on all of them for the best number of epochs (the networks'
+    procedure, :func:`~dpp.estimators.neural.train_with_early_stopping`).
+
+    Args:
+        n_prototypes: ``K``.
+        l2: ridge ``lambda`` on ``Theta`` (on the summed log-likelihood; >= 0).
+        pooling: ``mean`` (eq. 2), ``max`` or ``gem`` (:mod:`dpp.pooling`).
+        embedding: widths of the MLP's ReLU layers (the networks' 256-128-64 by default).
+        dropout: dropout after the last embedding layer (0: none, as DPP on an embedding was
+            introduced; the networks use 0.5).
+        learning_rate: Adam's step size.
+        weight_decay: coupled L2 weight decay on the MLP's weights (PyTorch's
+            ``Adam(weight_decay)``); ``Theta`` is regularised by ``l2`` instead.
+        batch_size: sets per mini-batch (1: one set a step).
+        max_epochs: epochs at most.
+        patience: early stopping: epochs without a better held-out log-likelihood.
+        validation_fraction: held-out share of the training sets for early stopping (0.2,
+            stratified); skipped below 10 held-out sets, 0 turns it off.
+        beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
+
+    Other Parameters:
+        standardize: scale every feature to zero mean and unit variance first.
+        pca_components: project on this many principal components (after standardising).
+        preprocess: a prefit :class:`~dpp.units.Affine` used instead of fitting the two above.
+        kmeans_n_init: k-means restarts of the start's prototypes.
+        kmeans_max_iter: Lloyd iterations per restart.
+        random_state: seed of the split, the start, the order of the sets and dropout
+            (``None``: a fresh one).
+        verbose: a progress line after the early-stopping fit and after the refit (best epoch,
+            held-out log-likelihood, status, seconds), to stderr where logging is not
+            configured.
+
+    Fitted attributes are :class:`~dpp.estimators.base.PrototypeClassifier`'s: ``model_`` (an
+    :class:`~dpp.baselines.neural.EmbeddedFit` holding the network), ``prototypes_``
+    ``[K, H]`` in the embedding space, ``beta_``, ``theta_``, ``fit_report_`` (``rounds`` in
+    epochs, ``early_stopping`` with the held-out log-likelihood per epoch).
+
+    Raises (from ``fit``):
+        ValueError: bad parameters or inputs (naming which), more prototypes than training
+            vectors.
+    """
+
+    method = "embedded_dpp"
+    uses_centres: ClassVar[bool] = False  # its k-means runs in the embedding space
+
+    def __init__(
+        self,
+        n_prototypes: int = 10,
+        l2: float = _FIT.l2,
+        pooling: str = "mean",
+        embedding=(256, 128, 64),
+        dropout: float = 0.0,
+        learning_rate: float = _TRAIN.learning_rate,
+        weight_decay: float = _TRAIN.weight_decay,
+        batch_size: int = _TRAIN.batch_size,
+        max_epochs: int = _TRAIN.max_epochs,
+        patience: int = _TRAIN.patience,
+        validation_fraction: float = 0.2,
+        beta_scale: float = 1.0,
+        *,
+        standardize: bool = True,
+        pca_components: int | None = None,
+        preprocess=None,
+        kmeans_n_init: int = KMEANS_N_INIT,
+        kmeans_max_iter: int = KMEANS_MAX_ITER,
+        random_state: int | None = 0,
+        verbose: bool = False,
+    ):
+        self.n_prototypes = n_prototypes
+        self.l2 = l2
+        self.pooling = pooling
+        self.embedding = embedding
+        self.dropout = dropout
+        self.learning_rate = learning_rate
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.beta_scale = beta_scale
+        self.standardize = standardize
+        self.pca_components = pca_components
+        self.preprocess = preprocess
+        self.kmeans_n_init = kmeans_n_init
+        self.kmeans_max_iter = kmeans_max_iter
+        self.random_state = random_state
+        self.verbose = verbose
+
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **{k: v for k, v in PrototypeClassifier._parameter_constraints.items()
+           if k != "warm_start"},
+        **{k: v for k, v in NeuralSetClassifier._parameter_constraints.items()
+           if k not in ("standardize", "random_state")},
+        "pooling": check.Choice(POOLINGS),
+        "beta_scale": check.Real(low=0, low_open=True),
+    }  # fmt: skip
+
+    #: ``optimizer_options`` of the start's Theta-step (L-BFGS, :mod:`dpp.solvers.options`);
+    #: ``None``: its defaults. What a deprecated ``DPPClassifier(embedding=...)`` hands over.
+    _theta_options: dict | None = None
+
+    @classmethod
+    def like(cls, estimator, **params) -> EmbeddedDPPClassifier:
+        """The embedded DPP with ``estimator``'s shared parameters, updated by ``params``.
+
+        What ``DPPClassifier(embedding=...)`` forwards to, and what :class:`DPPClassifierCV`
+        fits for an embedding candidate: ``n_prototypes``, ``l2``, ``pooling``,
+        ``validation_fraction``, ``beta_scale``, the preprocessing, k-means, ``random_state``
+        and ``verbose`` are ``estimator``'s where it has them; with ``optimizer="adam"``, its
+        ``optimizer_options`` ``learning_rate`` and ``batch_size`` are taken as well.
+
+        Args:
+            estimator: a prototype estimator (e.g. a :class:`~dpp.DPPClassifier`).
+            **params: parameters of this class that override those.
+
+        Returns:
+            An unfitted estimator.
+        """
+        shared = {
+            k: v for k, v in estimator.get_params(deep=False).items() if k in _SHARED_MEANING
+        }  # not patience: a prototype fit's counts rounds, this one's epochs
+        if getattr(estimator, "embedding", None) is not None:
+            shared["embedding"] = tuple(estimator.embedding)
+        options = dict(getattr(estimator, "optimizer_options", None) or {})
+        if getattr(estimator, "optimizer", None) == "adam":
+            shared.update({k: options[k] for k in ("learning_rate", "batch_size") if k in options})
+        out = cls(**{**shared, **params})
+        if options:
+            out._theta_options = options
+        return out
+
+    def check_params(self) -> None:
+        """Checks every parameter by the class's table.
+
+        Raises:
+            ValueError: naming the parameter, the rule and the value.
+        """
+        check.check_table(self, self._parameter_constraints)
+
+    def _train_settings(self) -> neural.TrainSettings:
+        return neural.TrainSettings(
+            learning_rate=float(self.learning_rate),
+            weight_decay=float(self.weight_decay),
+            batch_size=int(self.batch_size),
+            max_epochs=int(self.max_epochs),
+            patience=int(self.patience),
+        )
+
+    def _widths(self) -> tuple[int, ...]:
+        return check.Widths()("embedding", self.embedding)
+
+    def _network(self, dim, num_classes, key, vectors=None, weight=1.0, seed=0):
+        """The initial network: k-means of the embedded ``vectors`` (zeros without them).
+
+        ``Theta`` is 0 here; :meth:`_member` starts it with a Theta-step.
+
+        Raises:
+            ValueError: fewer training vectors than ``n_prototypes``.
+        """
+        embedding = neural.Embedding(dim, self._widths(), float(self.dropout), key=key)
+        k = int(self.n_prototypes)
+        if vectors is None:  # a skeleton, whose arrays a model file replaces
+            centres, log_beta = np.zeros((k, embedding.layers[-1].out_features)), 0.0
+        else:
+            embedded = neural.embed(embedding, vectors)
+            if embedded.shape[0] < k:
+                raise ValueError(
+                    f"n_prototypes = {k} exceeds the {embedded.shape[0]} training vectors"
+                )
+            centres = kmeans_centres(embedded, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
+            log_beta = float(init_log_beta(embedded, centres, float(self.beta_scale)))
+        return neural.initial_embedded_dpp(
+            embedding, centres, log_beta, num_classes, make_pooling(self.pooling),
+            float(self.l2) / weight,
+        )  # fmt: skip
+
+    def _fit_model(self, sets: RaggedSets, seed: int) -> neural.EmbeddedFit:
+        network, report, _ = train_with_early_stopping(*self._member(sets, seed))
+        return self._embedded_fit(network, report)
+
+    def _embedded_fit(self, network: neural.EmbeddedDPP, report: FitReport) -> neural.EmbeddedFit:
+        """The fitted model of a trained network, with the embedding's facts in its report."""
+        facts = PrototypeFacts(embedding=self._widths(), pooling_p=exponent(network.pooling))
+        return neural.EmbeddedFit(
+            network, np.zeros(0), dataclasses.replace(report, prototypes=facts)
+        )
+
+    def _finish(self, network: neural.EmbeddedDPP, report: FitReport):
+        """Sets the fitted attributes from a network trained by ``fit_together``."""
+        self._set_fitted(self._embedded_fit(network, report))
+        self._warn_status()
+        return self
+
+    def _member(self, sets: RaggedSets, seed: int) -> Member:
+        """The fit as a :class:`~dpp.estimators.neural.Member` (what ``fit_together`` batches)."""
+        solver = solver_options.theta_solver("adam", self._theta_options)
+
+        def make(part: RaggedSets, key):
+            vectors = np.asarray(part.vectors, np.float32)
+            weight = float(np.sum(np.asarray(part.weights)))
+            network = self._network(part.dim, part.num_classes, key, vectors, weight, seed)
+            # the paper's first step: Theta fitted on the start's codes (a convex problem), so
+            # that Adam refines a classifier rather than grows one from 0
+            z = neural.EmbeddedFit(network, np.zeros(0), FitReport(self.method)).encode(part)
+            theta = fit_classifier(
+                z, np.asarray(part.labels), np.asarray(part.weights), network.theta,
+                float(self.l2), solver,
+            )  # fmt: skip
+            return dataclasses.replace(network, theta=jnp.asarray(theta, network.theta.dtype))
+
+        fraction = float(self.validation_fraction)
+        return Member(
+            make, sets, self._train_settings(), fraction, seed, self.method, bool(self.verbose)
+        )
+
+    # ------------------------------------------------------------------ model file
+    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """No fixed arrays: the network's are ``net_000``, ... (checked by ``_restore``)."""
+        return frozenset(), frozenset(), "net_"
+
+    def save(self, path):
+        """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
+
+        The network's arrays (``net_000`` ...), the preprocessing and every constructor
+        parameter; :func:`dpp.load` rebuilds the network from the parameters and checks every
+        array's shape against it.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: for an unfitted estimator.
+        """
+        check_is_fitted(self, "model_")
+        leaves = network_leaves(self.model_.network)
+        return write_model_file(self, path, self.method, leaves, self.fit_report_.to_dict())
+
+    def _restore(self, path, header: dict, arrays: dict, dim: int) -> None:
+        skeleton = self._network(dim, len(header["classes"]), jax.random.key(0))
+        network = restore_network(path, skeleton, arrays)
+        report = FitReport.from_dict(self.method, header["info"])
+        self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), report))
