@@ -245,3 +245,62 @@ def test_loglik_figure_spans_the_data_and_shows_errors_only_with_several_trials(
     assert "± 2 s.e." in three.get_title()
     assert all(c.has_yerr for c in three.containers)
     plt.close("all")
+
+
+def _comment(text: str) -> str:
+    """A config file's leading comment, as one line."""
+    lines = [line[1:].strip() for line in text.splitlines() if line.startswith("#")]
+    return " ".join(lines)
+
+
+def _claimed(value: str):
+    """A default as a comment writes it (``false``, ``5e-4``, ``[256, 128, 64]``, ``max``)."""
+    if value in ("true", "false"):
+        return value == "true"
+    value = value.rstrip(".")  # the end of a sentence
+    if value.startswith("["):
+        return json.loads(value)
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def test_the_config_comments_say_what_the_code_does():
+    """Issue 45: comments of ``configs/`` had drifted from the code (verbose's host callback,
+    the pooling default). Each model and baseline config's comment names every key it has, its
+    ``key = value`` defaults are the estimator's and its ``key (a | b)`` choices the rule's; the
+    root config's statements about ``DPPClassifierCV``'s defaults are its defaults."""
+    import re
+
+    from dpp import params as check
+    from dpp.experiment.config_store import model_node
+
+    checked = 0
+    for path in sorted(CONFIG_DIR.glob("*/*.yaml")):
+        text = path.read_text()
+        found = re.search(r"/dpp_defaults/model@_here_: (\w+)", text)
+        if not found:
+            continue
+        cls = ESTIMATORS[found.group(1)]
+        node = {k: v for k, v in model_node(cls).items() if k != "_target_"}
+        comment = _comment(text)
+        missing = [k for k in node if not re.search(rf"\b{k}\b", comment)]
+        assert not missing, f"{path.name}: keys not in its comment: {missing}"
+        for key, value in re.findall(r"\b(\w+) = (\[[^\]]*\]|[\w.+-]+)", comment):
+            if key in node:
+                claimed, actual = _claimed(value), node[key]
+                assert claimed == actual, f"{path.name}: {key} = {value}, the code's {actual!r}"
+                checked += 1
+        for key, options in re.findall(r"\b(\w+) \(([\w]+(?: \| [\w]+)+)\)", comment):
+            rule = cls._parameter_constraints.get(key)
+            if isinstance(rule, check.Choice):
+                assert set(options.split(" | ")) == set(rule.options), (path.name, key)
+                checked += 1
+    assert checked >= 20  # the parser found the claims it checks
+    lines = (CONFIG_DIR / "config.yaml").read_text().splitlines()
+    root = " ".join(line.split("#", 1)[1].strip() for line in lines if "#" in line)
+    cv = dpp.DPPClassifierCV()
+    poolings = re.search(r"DPPClassifierCV's own default is \[([\w, ]+)\]", root).group(1)
+    assert tuple(poolings.split(", ")) == tuple(cv.pooling)
+    assert re.search(r"DPPClassifierCV's default, (\w+)", root).group(1) == cv.rule

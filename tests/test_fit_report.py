@@ -131,3 +131,27 @@ def test_a_report_is_versioned_and_nested_and_old_flat_files_still_load(fitted, 
         old = dpp.load(tmp_path / f"old{i}.npz")
         assert old.fit_report_ == est.fit_report_
         np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
+
+
+def test_verbose_shows_progress_in_a_session_without_logging(capsys):
+    """Issue 45: ``verbose=True`` logged at INFO, which a plain Python session drops: nothing
+    showed. Where logging is not configured, the lines go to stderr (and a selection draws a
+    progress bar there)."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpp.FitWarning)
+        dpp.DPPClassifier(n_prototypes=2, max_rounds=2, verbose=True).fit(X, y)
+        assert "coordinate ascent round   1  L = " in capsys.readouterr().err
+        dpp.DeepSetsClassifier(embedding=(4,), max_epochs=2, verbose=True).fit(X, y)
+        err = capsys.readouterr().err
+        assert "deep_sets: early stopping skipped: 8 validation sets" in err
+        assert "deep_sets: max_rounds in" in err
+        base = dpp.StandardPrototypeClassifier(n_prototypes=2)
+        dpp.DPPClassifierCV(base, l2s=(1.0,), cv=2, max_extensions=0, verbose=True).fit(X, y)
+        err = capsys.readouterr().err
+        assert "DPPClassifierCV: chose {'n_prototypes': 2, 'l2': 1.0}" in err
+        assert "against the class prior's -0.6931" in err
+        dpp.DeepSetsClassifier(embedding=(4,), max_epochs=2).fit(X, y)  # quiet by default
+        assert capsys.readouterr().err == ""
