@@ -106,7 +106,7 @@ def test_soft_labels_weights_and_bad_inputs(problem):
             dpp.AttentionMILClassifier(**SMALL).fit(bad, y)
     for params, message in (
         ({"embedding": (16, 0)}, "embedding must be a non-empty list of positive integer"),
-        ({"pooling": "sum"}, "pooling must be one of max, mean"),
+        ({"pooling": "sum"}, "pooling must be one of mean, max"),
         ({"dropout": 1.0}, "dropout must be a finite number >= 0 and < 1"),
     ):
         with pytest.raises(ValueError, match=message):
