@@ -211,6 +211,11 @@ def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     assert (est.n_prototypes, est.l2, est.pooling, est.embedding) == (5, 0.25, "max", (8,))
     assert est.random_state == 4 and est.patience == dpp.EmbeddedDPPClassifier().patience
     assert type(candidate(base, Group(5, "max"))) is dpp.DPPClassifier
+    # another optimizer's options are not the embedded fit's (L-BFGS's max_iter is not Adam's)
+    lbfgs = dpp.DPPClassifier(optimizer_options={"max_iter": 5})
+    assert candidate(lbfgs, Group(5, "max", (8,)))._theta_options is None
+    adam = dpp.DPPClassifier(optimizer="adam", optimizer_options={"learning_rate": 1e-3})
+    assert candidate(adam, Group(5, "max", (8,))).learning_rate == 1e-3
     search = dpp.DPPClassifierCV(dpp.EmbeddedDPPClassifier(embedding=(8,)), pooling=["mean"])
     _, groups, by_round = search._checked()
     assert groups == [Group(10, "mean", (8,))] and not by_round

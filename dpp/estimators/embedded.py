@@ -168,7 +168,8 @@ class EmbeddedDPPClassifier(PrototypeClassifier):
         fits for an embedding candidate: ``n_prototypes``, ``l2``, ``pooling``,
         ``validation_fraction``, ``beta_scale``, the preprocessing, k-means, ``random_state``
         and ``verbose`` are ``estimator``'s where it has them; with ``optimizer="adam"``, its
-        ``optimizer_options`` ``learning_rate`` and ``batch_size`` are taken as well.
+        ``optimizer_options`` ``learning_rate`` and ``batch_size`` are taken as well (and its
+        Theta-step options for the start's Theta-step); another optimizer's options are not.
 
         Args:
             estimator: a prototype estimator (e.g. a :class:`~dpp.DPPClassifier`).
@@ -183,10 +184,11 @@ class EmbeddedDPPClassifier(PrototypeClassifier):
         if getattr(estimator, "embedding", None) is not None:
             shared["embedding"] = tuple(estimator.embedding)
         options = dict(getattr(estimator, "optimizer_options", None) or {})
-        if getattr(estimator, "optimizer", None) == "adam":
+        adam = getattr(estimator, "optimizer", None) == "adam"  # another's options are not ours
+        if adam:
             shared.update({k: options[k] for k in ("learning_rate", "batch_size") if k in options})
         out = cls(**{**shared, **params})
-        if options:
+        if adam and options:
             out._theta_options = options
         return out
 
