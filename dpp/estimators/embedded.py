@@ -24,8 +24,8 @@ from dpp import params as check
 from dpp.baselines import neural
 from dpp.estimators.base import PrototypeClassifier, write_model_file
 from dpp.estimators.neural import (
+    AdamTrained,
     Member,
-    NeuralSetClassifier,
     network_leaves,
     restore_network,
     train_with_early_stopping,
@@ -46,7 +46,7 @@ _SHARED_MEANING = (
 )  # fmt: skip
 
 
-class EmbeddedDPPClassifier(PrototypeClassifier):
+class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     r"""DPP on a learned embedding: an MLP, soft assignment, pooling and softmax, by Adam.
 
     Every vector ``x`` passes through an MLP ``h`` (Equinox ReLU layers of widths
@@ -150,8 +150,7 @@ class EmbeddedDPPClassifier(PrototypeClassifier):
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
         **{k: v for k, v in PrototypeClassifier._parameter_constraints.items()
            if k != "warm_start"},
-        **{k: v for k, v in NeuralSetClassifier._parameter_constraints.items()
-           if k not in ("standardize", "random_state")},
+        **AdamTrained.TRAIN_RULES,
         "pooling": check.Choice(POOLINGS),
         "beta_scale": check.Real(low=0, low_open=True),
     }  # fmt: skip
@@ -191,26 +190,6 @@ class EmbeddedDPPClassifier(PrototypeClassifier):
         if adam and options:
             out._theta_options = options
         return out
-
-    def check_params(self) -> None:
-        """Checks every parameter by the class's table.
-
-        Raises:
-            ValueError: naming the parameter, the rule and the value.
-        """
-        check.check_table(self, self._parameter_constraints)
-
-    def _train_settings(self) -> neural.TrainSettings:
-        return neural.TrainSettings(
-            learning_rate=float(self.learning_rate),
-            weight_decay=float(self.weight_decay),
-            batch_size=int(self.batch_size),
-            max_epochs=int(self.max_epochs),
-            patience=int(self.patience),
-        )
-
-    def _widths(self) -> tuple[int, ...]:
-        return check.Widths()("embedding", self.embedding)
 
     def _network(self, dim, num_classes, key, vectors=None, weight=1.0, seed=0):
         """The initial network: k-means of the embedded ``vectors`` (zeros without them).
@@ -277,10 +256,6 @@ class EmbeddedDPPClassifier(PrototypeClassifier):
         )
 
     # ------------------------------------------------------------------ model file
-    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
-        """No fixed arrays: the network's are ``net_000``, ... (checked by ``_restore``)."""
-        return frozenset(), frozenset(), "net_"
-
     def save(self, path):
         """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
 

@@ -417,25 +417,17 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
     ]
 
 
-class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
-    """Shared machinery of the neural set classifiers (not used directly).
+class AdamTrained:
+    """What every Adam-trained set model shares: its training parameters' rules and settings.
 
-    Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
-    attributes: ``network_`` (the Equinox module), ``classes_``, ``n_features_in_``,
-    ``preprocess_``, ``history_`` (empty: no objective is recorded per epoch), ``n_iter_``
-    (epochs of the refit), ``fit_report_`` (:class:`dpp.FitReport`: ``status``, ``reason``,
-    ``rounds`` in epochs, ``seconds``, ``early_stopping`` with the held-out log-likelihood per
-    epoch).
+    :class:`NeuralSetClassifier` and :class:`~dpp.estimators.embedded.EmbeddedDPPClassifier`:
+    ``embedding`` widths, ``dropout``, Adam's ``learning_rate`` and ``weight_decay``,
+    ``batch_size``, ``max_epochs``, ``patience`` (epochs), ``validation_fraction`` and
+    ``verbose``, and a model file holding the network's arrays (``net_000`` ...).
     """
 
-    method: ClassVar[str] = ""
-    uses_centres: ClassVar[bool] = False
-    #: Standardises its inputs by its own ``standardize``, not by a dataset's flag: a dataset's
-    #: units (MPEG-7's frequencies, std 0.03-0.07) are the prototype models', and an MLP barely
-    #: moves from its random start on them (Table 1: chance accuracy, best epoch 0).
-    own_units: ClassVar[bool] = True
-    #: The rules of the shared parameters; subclasses extend them.
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+    #: The rules of the training parameters; classes extend them.
+    TRAIN_RULES: ClassVar[dict[str, check.Rule]] = {
         "embedding": check.Widths(),
         "dropout": check.Real(low=0, high=1, high_open=True),
         "learning_rate": check.Real(low=0, low_open=True),
@@ -444,8 +436,6 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         "max_epochs": check.Int(1),
         "patience": check.Int(1),
         "validation_fraction": check.Real(low=0, high=1, high_open=True),
-        "standardize": check.Bool(),
-        "random_state": check.Optional(check.Int(0)),
         "verbose": check.Bool(),
     }
 
@@ -468,6 +458,35 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
 
     def _widths(self) -> tuple[int, ...]:
         return check.Widths()("embedding", self.embedding)
+
+    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """No fixed arrays: the network's are ``net_000``, ... (checked by ``_restore``)."""
+        return frozenset(), frozenset(), "net_"
+
+
+class NeuralSetClassifier(AdamTrained, FitReportView, ClassifierMixin, BaseEstimator):
+    """Shared machinery of the neural set classifiers (not used directly).
+
+    Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
+    attributes: ``network_`` (the Equinox module), ``classes_``, ``n_features_in_``,
+    ``preprocess_``, ``history_`` (empty: no objective is recorded per epoch), ``n_iter_``
+    (epochs of the refit), ``fit_report_`` (:class:`dpp.FitReport`: ``status``, ``reason``,
+    ``rounds`` in epochs, ``seconds``, ``early_stopping`` with the held-out log-likelihood per
+    epoch).
+    """
+
+    method: ClassVar[str] = ""
+    uses_centres: ClassVar[bool] = False
+    #: Standardises its inputs by its own ``standardize``, not by a dataset's flag: a dataset's
+    #: units (MPEG-7's frequencies, std 0.03-0.07) are the prototype models', and an MLP barely
+    #: moves from its random start on them (Table 1: chance accuracy, best epoch 0).
+    own_units: ClassVar[bool] = True
+    #: The rules of the shared parameters; subclasses extend them.
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        **AdamTrained.TRAIN_RULES,
+        "standardize": check.Bool(),
+        "random_state": check.Optional(check.Int(0)),
+    }
 
     def fit(self, X, y=None, sample_weight=None):
         """Fits the network on training sets (early stopping on 20 %, then a refit on all).
@@ -633,10 +652,6 @@ class NeuralSetClassifier(FitReportView, ClassifierMixin, BaseEstimator):
         return float(np.average(self.predict(X) == y, weights=sample_weight))
 
     # ------------------------------------------------------------------ model file
-    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
-        """No fixed arrays: the network's are ``net_000``, ... (checked by ``_restore``)."""
-        return frozenset(), frozenset(), "net_"
-
     def save(self, path) -> Path:
         """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
 
