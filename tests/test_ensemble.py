@@ -96,6 +96,7 @@ def test_a_damaged_member_is_refused_by_name(fitted, tmp_path):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
+        ({}, r"needs its members: .*pooling_members\(\)"),
         ({"estimators": []}, "non-empty list"),
         (
             {"estimators": [("a", dpp.PoolingClassifier()), ("a", dpp.PoolingClassifier())]},

@@ -954,6 +954,16 @@ def _member_name(member: tuple) -> str:
     return (pooling or "own") + ("" if embedding is None else "_embedded")
 
 
+def pooling_members(random_state=0) -> list[tuple[str, DPPClassifierCV]]:
+    """DPP's per-pooling selections, ``DPPClassifierCV(pooling=(p,))`` for mean, max and gem.
+
+    The members of a :class:`~dpp.estimators.ensemble.SetEnsembleClassifier` that averages
+    them: what ``DPPClassifierCV()`` (``rule="ensemble"``) fits itself, as one search.
+    """
+    base = DPPClassifier(random_state=random_state)
+    return [(p, DPPClassifierCV(base, pooling=(p,))) for p in POOLINGS]
+
+
 def candidate(base, group: Group, **params):
     """The unfitted estimator of ``group`` (with ``params`` set), from the tuned ``base``.
 

@@ -26,19 +26,9 @@ from dpp import model_file
 from dpp.estimators.base import labelled_sets
 from dpp.model import FitReport
 from dpp.model.report import CLEAN_STATUSES, STATUSES
-from dpp.pooling import POOLINGS
 
 #: The class name a model file of an ensemble records (``estimator`` of its header).
 ENSEMBLE = "SetEnsembleClassifier"
-
-
-def default_members(random_state=0) -> list[tuple[str, BaseEstimator]]:
-    """The per-pooling winners: ``DPPClassifierCV(pooling=(p,))`` for mean, max and gem."""
-    from dpp.estimators.cv import DPPClassifierCV
-    from dpp.estimators.dpp import DPPClassifier
-
-    base = DPPClassifier(random_state=random_state)
-    return [(p, DPPClassifierCV(base, pooling=(p,))) for p in POOLINGS]
 
 
 def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
@@ -68,10 +58,11 @@ class SetEnsembleClassifier(ClassifierMixin, BaseEstimator):
     on the simplex); ``predict`` its most probable class.
 
     Args:
-        estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted); ``None``:
-            the per-pooling winners of DPP, ``DPPClassifierCV(pooling=(p,))`` for ``p`` in mean,
-            max and gem (:func:`default_members`). :func:`seed_members` makes one member per
-            k-means seed.
+        estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted).
+            :func:`dpp.estimators.cv.pooling_members` gives DPP's per-pooling winners (what
+            ``DPPClassifierCV()`` fits and averages itself), :func:`seed_members` one member
+            per k-means seed. ``None`` (the default, so that ``get_params`` works) is refused
+            at ``fit``.
         weights: ``[len(estimators)]`` non-negative weights of the members' probabilities (not
             all 0); ``None``: equal.
 
@@ -94,7 +85,13 @@ class SetEnsembleClassifier(ClassifierMixin, BaseEstimator):
             ValueError: no members, names not distinct text, a member without
                 ``predict_proba``, or weights of another length, negative or all 0.
         """
-        members = default_members() if self.estimators is None else list(self.estimators)
+        if self.estimators is None:
+            raise ValueError(
+                "SetEnsembleClassifier needs its members: estimators=[(name, estimator), ...], "
+                "e.g. dpp.estimators.cv.pooling_members() (DPPClassifierCV() fits that ensemble "
+                "itself) or seed_members(estimator)"
+            )
+        members = list(self.estimators)
         if not members or not all(isinstance(m, tuple) and len(m) == 2 for m in members):
             raise ValueError(
                 f"estimators must be a non-empty list of (name, estimator) pairs, got "
