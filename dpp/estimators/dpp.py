@@ -340,7 +340,8 @@ class DPPClassifier(PrototypeClassifier):
         warn_caller(
             f"DPPClassifier(embedding={tuple(self.embedding)}) is deprecated and will be removed "
             "in the next release: use dpp.EmbeddedDPPClassifier(embedding=..., learning_rate=..., "
-            "max_epochs=..., patience=...), the same fit with its training parameters explicit",
+            "max_epochs=..., patience=...), the same fit with its training parameters explicit "
+            "(this one's mode, max_rounds, tol, patience and beta_prior do not apply to it)",
             DeprecationWarning,
         )
 
