@@ -17,10 +17,7 @@ from jaxtyping import Array, Float
 
 from dpp.padding import BLOCK_SIZE
 from dpp.pooling import (
-    LOG_CODE_MIN,
     MEAN,
-    MaxPooling,
-    MeanPooling,
     Pooling,
     pooled_cotangent,
     segment_pool,
@@ -520,7 +517,7 @@ def packed_log_likelihood(
     """
     if sets.packing is None:
         raise ValueError("packed_log_likelihood needs packed sets: call sets.bucketed() first")
-    if isinstance(pooling, MeanPooling):  # the paper's path, as it always was
+    if pooling.linear:  # the mean: the paper's path, as it always was
         return _packed_likelihood(mu, log_beta, theta, sets)
     return _packed_likelihood_pooled(mu, log_beta, theta, pooling, sets)
 
@@ -556,7 +553,7 @@ def encode_soft(
     Returns:
         ``[N, K]`` representations (on the simplex for the mean; in ``[0, 1]`` otherwise).
     """
-    if not isinstance(pooling, MeanPooling):
+    if not pooling.linear:
         return _encode_pooled(sets, mu, log_beta, pooling)
     if sets.packing is not None:
         return _packed_codes(sets, mu, log_beta)
@@ -584,9 +581,7 @@ def _pool_shared(pooling: Pooling, f, log_f, sets: RaggedSets):
     """
     n, k = sets.num_sets, f.shape[1]
     members, ids = _row_blocks([sets.members, sets.set_ids], [0, n], BLOCK_SIZE)
-    is_max = isinstance(pooling, MaxPooling)
-    p = 1.0 if is_max else pooling.p().astype(f.dtype)
-    values = f if is_max else p * jnp.maximum(log_f, LOG_CODE_MIN)
+    values = pooling.shared_scores(f, log_f)
 
     def largest(top, block):
         m, i = block
@@ -598,23 +593,13 @@ def _pool_shared(pooling: Pooling, f, log_f, sets: RaggedSets):
 
     def add(acc, block):
         m, i = block
-        valid = (i < n)[:, None]
-        if is_max:  # the largest, split equally at ties
-            ties = (values[m] == shifted[i]) & valid
-            terms = (jnp.where(ties, f[m], 0.0), ties.astype(f.dtype))
-        else:
-            terms = (jnp.where(valid, jnp.exp(values[m] - shifted[i]), 0.0), valid.astype(f.dtype))
+        terms = pooling.shared_terms(f[m], values[m], shifted[i], (i < n)[:, None])
         sums = (jax.ops.segment_sum(t, i, n, indices_are_sorted=True) for t in terms)
         return tuple(a + b for a, b in zip(acc, sums, strict=True)), None
 
     zeros = (jnp.zeros((n, k), f.dtype), jnp.zeros((n, k), f.dtype))
     (total, count), _ = jax.lax.scan(add, zeros, (members, ids))
-    if is_max:  # the largest exactly; its gradient split equally among the ties
-        mean_of_ties = total / jnp.maximum(count, 1.0)
-        return jnp.where(count > 0, top, 0.0) + mean_of_ties - jax.lax.stop_gradient(mean_of_ties)
-    filled = total > 0
-    log_mean = top + jnp.log(jnp.where(filled, total, 1.0)) - jnp.log(jnp.maximum(count, 1.0))
-    return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
+    return pooling.shared_combine(top, total, count)
 
 
 def encode_hard(sets: RaggedSets, mu: Float[Array, "K D"]) -> Float[Array, "N K"]:

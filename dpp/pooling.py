@@ -58,6 +58,10 @@ class MeanPooling:
     rank: ClassVar[int] = 0
     #: Names of the learned parameters (each saved as ``pool_<name>`` in a model file).
     parameters: ClassVar[tuple[str, ...]] = ()
+    #: Linear in the codes: the encoder fuses it into eq. (2)'s one-pass kernels (eqs. 11-15);
+    #: the other poolings take :mod:`dpp.encoding`'s general path (their ``pool``,
+    #: ``cotangent`` and, over a shared pool of vectors, ``shared_*``).
+    linear: ClassVar[bool] = True
 
     def pool(self, f, log_f, ids, num_segments: int):
         """``[S, K]`` the mean of each segment's codes (see :func:`segment_pool`)."""
@@ -95,6 +99,25 @@ class MaxPooling:
     kind: str = dataclasses.field(default="max", init=False)
     rank: ClassVar[int] = -1
     parameters: ClassVar[tuple[str, ...]] = ()
+    linear: ClassVar[bool] = False
+
+    # Over a shared pool of vectors (:func:`dpp.encoding.encode_soft`) the pooling runs in two
+    # passes over blocks of memberships: each set's largest ``shared_scores``, then the sums of
+    # ``shared_terms``, which ``shared_combine`` turns into ``z``.
+    def shared_scores(self, f, log_f):
+        """``[U, K]`` what each set's largest is taken of: the codes."""
+        del log_f
+        return f
+
+    def shared_terms(self, f, scores, top, valid):
+        """The two sums of a block's rows: each tie's code, and the ties."""
+        ties = (scores == top) & valid
+        return jnp.where(ties, f, 0.0), ties.astype(f.dtype)
+
+    def shared_combine(self, top, total, count):
+        """``[S, K]`` the largest exactly; its gradient split equally among the ties."""
+        mean_of_ties = total / jnp.maximum(count, 1.0)
+        return jnp.where(count > 0, top, 0.0) + mean_of_ties - jax.lax.stop_gradient(mean_of_ties)
 
     def pool(self, f, log_f, ids, num_segments: int):
         """``[S, K]`` the largest code; its gradient split equally among the ties."""
@@ -144,6 +167,22 @@ class GeMPooling:
     kind: str = dataclasses.field(default="gem", init=False)
     rank: ClassVar[int] = -2
     parameters: ClassVar[tuple[str, ...]] = ("rho",)
+    linear: ClassVar[bool] = False
+
+    def shared_scores(self, f, log_f):
+        """``[U, K]`` what each set's largest is taken of: ``p log f`` (see :class:`MaxPooling`)."""
+        return self.p().astype(f.dtype) * jnp.maximum(log_f, LOG_CODE_MIN)
+
+    def shared_terms(self, f, scores, top, valid):
+        """The two sums of a block's rows: ``exp(p log f - top)``, and the rows."""
+        return jnp.where(valid, jnp.exp(scores - top), 0.0), valid.astype(f.dtype)
+
+    def shared_combine(self, top, total, count):
+        """``[S, K]`` ``(mean of f^p)^(1/p)`` from the sums, in log space."""
+        p = self.p().astype(top.dtype)
+        filled = total > 0
+        log_mean = top + jnp.log(jnp.where(filled, total, 1.0)) - jnp.log(jnp.maximum(count, 1.0))
+        return jnp.where(filled, jnp.exp(log_mean / p), 0.0)
 
     def p(self) -> jax.Array:
         """``p = 1 + min(softplus(rho), GEM_P_MAX - 1)``, in ``[1, GEM_P_MAX]``.

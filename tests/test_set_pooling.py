@@ -244,3 +244,32 @@ def test_every_registered_pooling_holds_its_value_backward_pass_shares_and_rank(
     assert ranks == sorted(ranks, reverse=True) and pooling.simplicity(None) == ranks[0]
     with pytest.raises(ValueError, match="pooling must be one of mean, max, gem"):
         pooling.simplicity("median")
+
+
+def test_only_the_registry_branches_on_a_pooling():
+    """Issue 45's target: one place branches on a pooling's name or class, ``dpp/pooling.py``;
+    everything else calls the pooling's methods or reads its properties (``linear``,
+    ``parameters``, ``rank``). A fourth pooling is a class in that module."""
+    import re
+    from pathlib import Path
+
+    from dpp import pooling
+
+    root = Path(pooling.__file__).parent
+    branch = re.compile(
+        r"isinstance\([^)]*\b(MeanPooling|MaxPooling|GeMPooling)\b"
+        r"|\b(pooling|kind)\s*[!=]=\s*[\"'](mean|max|gem)[\"']"
+        r"|[\"'](mean|max|gem)[\"']\s*[!=]=\s*\w*(pooling|kind)"
+    )
+    found = [
+        f"{path.relative_to(root)}:{i}: {line.strip()}"
+        for path in sorted(root.rglob("*.py"))
+        if path.name != "pooling.py" or path.parent != root
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if branch.search(line)
+    ]
+    assert not found, found
+    for name, cls in pooling.REGISTRY.items():  # what the encoder needs of a general pooling
+        assert isinstance(cls.linear, bool), name
+        if not cls.linear:
+            assert all(hasattr(cls, m) for m in ("shared_scores", "shared_terms", "shared_combine"))
