@@ -185,6 +185,7 @@ def test_the_ensemble_rule_with_one_member_is_the_best_rule():
     np.testing.assert_array_equal(one.predict_proba(X[:5]), best.predict_proba(X[:5]))
 
 
+@pytest.mark.extended  # every kind fitted twice: 11 s
 def test_random_state_none_is_a_fresh_seed_for_every_kind_of_estimator(monkeypatch):
     """Issue 45: ``random_state=None`` meant seed 0 for the networks, the pooled regressions
     and the CV folds but a fresh seed for the prototype estimators."""

@@ -133,6 +133,7 @@ def test_a_report_is_versioned_and_nested_and_old_flat_files_still_load(fitted, 
         np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
 
 
+@pytest.mark.extended  # a network and a selection compiled: about 13 s
 def test_verbose_shows_progress_in_a_session_without_logging(capsys, caplog):
     """Issue 45: ``verbose=True`` logged at INFO, which a plain Python session drops: nothing
     showed. Where logging is not configured, the lines go to stderr (and a selection draws a

@@ -146,6 +146,7 @@ def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, t
         dpp.load(tmp_path / "bad.npz")
 
 
+@pytest.mark.extended  # 13 s; the default tier fits the embedded DPP in the forwarding test
 def test_dpp_on_a_learned_embedding(problem, tmp_path):
     X, y, X_test, y_test = problem
     est = dpp.EmbeddedDPPClassifier(
