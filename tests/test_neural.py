@@ -6,6 +6,7 @@ defaults.
 
 import dataclasses
 import json
+import warnings
 
 import equinox as eqx
 import jax
@@ -404,3 +405,26 @@ def test_a_mini_batch_holds_real_sets_only_but_for_the_last_partial_one():
     assert not np.array_equal(*order)  # shuffled
     one = np.asarray(batch_order(jax.random.key(3), jnp.asarray([1.0, 1, 0, 0]), 1)).ravel()
     assert np.array_equal(one, np.asarray(jax.random.permutation(jax.random.key(3), 4)))
+
+
+@pytest.mark.extended  # a selection with an embedded candidate: about 15 s
+def test_a_selection_over_the_paper_model_and_an_embedding_refits_both():
+    """The refit of an embedding member got the coordinate-ascent fits' ``layout`` and failed
+    (``TypeError``); it is refitted as its ``EmbeddedDPPClassifier`` alone would be."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        search = dpp.DPPClassifierCV(
+            base, embedding=[None, (4,)], pooling=["mean"], l2s=(1.0,), cv=2, max_extensions=0
+        ).fit(X, y)
+        names = [m["name"] for m in search.members_]
+        assert names == ["mean", "mean_embedded"]
+        embedded = search.best_estimator_.estimators_[1]
+        alone = dpp.EmbeddedDPPClassifier.like(
+            base, n_prototypes=2, pooling="mean", embedding=(4,), l2=1.0, validation_fraction=0.2
+        ).fit(X, y)
+    assert type(embedded) is dpp.EmbeddedDPPClassifier
+    np.testing.assert_array_equal(embedded.predict_proba(X), alone.predict_proba(X))

@@ -985,12 +985,16 @@ def _refit(base, key: tuple, rounds, sets, search: _Search, classes):
     """
     search.more(1)
     est = candidate(base, key[0], l2=key[1])
+    # the layout and pooling-as-data of the coordinate-ascent fits; an embedded candidate is
+    # an EmbeddedDPPClassifier, trained by Adam epochs, which takes neither
+    fit_params = search.fit_params
     if key[0].embedding is not None:
         est.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
+        fit_params = {}
     if rounds is not None:
-        est.fit(sets, round_cap=rounds, **search.fit_params)
+        est.fit(sets, round_cap=rounds, **fit_params)
     else:
-        est.fit(sets, **search.fit_params)
+        est.fit(sets, **fit_params)
     search.done()
     est.classes_ = classes
     return est
