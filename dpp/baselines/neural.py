@@ -158,7 +158,7 @@ class DeepSets(eqx.Module):
     Attributes:
         embedding: :class:`Embedding`.
         classifier: ``H -> C``.
-        pooling: a parameter-free pooling's name, ``max`` or ``mean`` (static).
+        pooling: the name of a pooling with a dense form, ``max`` or ``mean`` (static).
     """
 
     embedding: Embedding

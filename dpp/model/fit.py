@@ -247,6 +247,8 @@ def _hold_out(train: RaggedSets, fraction: float, key):
 
     A skip is logged at INFO.
     """
+    if fraction <= 0:  # off: no seed drawn (a refit's path, every fold of a selection)
+        return hold_out(np.asarray(train.labels), fraction, 0, "stopping by tol")
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     split = hold_out(np.asarray(train.labels), fraction, seed, "stopping by tol")
     if split.skipped:
