@@ -1,0 +1,119 @@
+"""Checks that a revision predicts what this checkout predicts, to the bit ("nothing lost").
+
+    python scripts/same_bits.py --base 8e86690
+
+Fits, at ``--base`` (a git worktree in a temporary folder) and here, a deprecated embedded DPP
+(``DPPClassifier(embedding=...)``), Deep Sets with mean and max pooling, and the shared-pool
+encodings (values and gradients of mean, max and gem pooling); compares every array, and loads
+the base's model files here. Prints one line per check and exits 1 if any differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+#: Run in each checkout: writes ``arrays.npz`` (and model files) into the folder it is given.
+PROBE = r"""
+import sys, warnings
+from pathlib import Path
+import numpy as np, jax, jax.numpy as jnp
+warnings.simplefilter("ignore")
+import dpp
+from dpp.sets import RaggedSets
+from dpp.encoding import encode_soft
+from dpp.pooling import make_pooling
+
+out, arrays = Path(sys.argv[1]), {}
+rng = np.random.default_rng(0)
+X = [rng.normal(size=(rng.integers(3, 9), 5)) + (i % 2) for i in range(80)]
+y = np.array(["a", "b"] * 40)
+est = dpp.DPPClassifier(n_prototypes=4, embedding=(8,), optimizer="adam", pooling="gem",
+                        optimizer_options={"batch_size": 4, "learning_rate": 3e-3}).fit(X, y)
+arrays["embedded"] = est.predict_proba(X)
+est.save(out / "embedded.npz")
+rng = np.random.default_rng(1)
+S = [rng.normal(size=(rng.integers(1, 40), 7)) + (i % 3) * 0.5 for i in range(150)]
+for pooling in ("mean", "max"):
+    net = dpp.DeepSetsClassifier(pooling=pooling, embedding=(32, 16), max_epochs=15).fit(
+        S, np.arange(150) % 3)
+    arrays[f"deep_sets_{pooling}"] = net.predict_proba(S)
+    arrays[f"deep_sets_{pooling}_scores"] = np.concatenate(net.instance_scores(S))
+    net.save(out / f"deep_sets_{pooling}.npz")
+rng = np.random.default_rng(0)
+pool = rng.normal(size=(300, 5)).astype(np.float32)
+members, ids = rng.integers(0, 300, size=2000), np.sort(rng.integers(0, 60, size=2000))
+shared = RaggedSets.from_flat(pool, ids, np.eye(2)[rng.integers(0, 2, 60)], members=members)
+mu = jnp.asarray(rng.normal(size=(7, 5)), jnp.float32)
+for kind in ("mean", "max", "gem"):
+    p = make_pooling(kind)
+    arrays[f"encode_{kind}"] = np.asarray(encode_soft(shared, mu, jnp.float32(-0.3), p))
+    grad = jax.grad(lambda m: jnp.sum(encode_soft(shared, m, jnp.float32(-0.3), p) ** 2))(mu)
+    arrays[f"encode_{kind}_grad"] = np.asarray(grad)
+np.savez(out / "arrays.npz", **arrays)
+"""
+
+#: Run here: the base's model files, loaded by this checkout, predict what they did there.
+LOAD = r"""
+import sys, warnings
+from pathlib import Path
+import numpy as np
+warnings.simplefilter("ignore")
+import dpp
+base = Path(sys.argv[1])
+rng = np.random.default_rng(0)
+X = [rng.normal(size=(rng.integers(3, 9), 5)) + (i % 2) for i in range(80)]
+rng = np.random.default_rng(1)
+S = [rng.normal(size=(rng.integers(1, 40), 7)) + (i % 3) * 0.5 for i in range(150)]
+arrays = {"embedded": dpp.load(base / "embedded.npz").predict_proba(X)}
+for pooling in ("mean", "max"):
+    arrays[f"deep_sets_{pooling}"] = dpp.load(base / f"deep_sets_{pooling}.npz").predict_proba(S)
+np.savez(base / "loaded.npz", **arrays)
+"""
+
+
+def _run(code: str, checkout: Path, folder: Path) -> None:
+    env = {"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin", "HOME": str(Path.home())}
+    subprocess.run([sys.executable, "-c", code, str(folder)], cwd=checkout, env=env, check=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", required=True, help="the git revision to compare against")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        worktree, base_out, here_out = tmp / "base", tmp / "base_out", tmp / "here_out"
+        base_out.mkdir()
+        here_out.mkdir()
+        subprocess.run(["git", "worktree", "add", "-q", "--detach", str(worktree), args.base],
+                       cwd=REPO, check=True)  # fmt: skip
+        try:
+            _run(PROBE, worktree, base_out)
+            _run(PROBE, REPO, here_out)
+            _run(LOAD, REPO, base_out)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=REPO)
+        base, here = np.load(base_out / "arrays.npz"), np.load(here_out / "arrays.npz")
+        loaded = np.load(base_out / "loaded.npz")
+        rows = [(f"fit {k}", base[k], here[k]) for k in base.files]
+        rows += [(f"{k} model file of the base, loaded here", base[k], loaded[k])
+                 for k in loaded.files]  # fmt: skip
+        same = True
+        for name, a, b in rows:
+            equal = a.shape == b.shape and np.array_equal(a, b)
+            same &= equal
+            diff = "" if equal else f" (largest difference {np.max(np.abs(a - b)):.3g})"
+            print(f"{'same' if equal else 'DIFFERS'}  {name}{diff}")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
