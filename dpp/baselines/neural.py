@@ -144,6 +144,19 @@ class AttentionMIL(eqx.Module):
         return self.classifier.bias
 
 
+def unit_rows(h: jax.Array) -> jax.Array:
+    """``[..., H]`` rows scaled to unit Euclidean length (a zero row stays 0, its gradient finite).
+
+    Args:
+        h: ``[..., H]`` float rows.
+
+    Returns:
+        ``h / max(||h||, eps)`` row by row, ``eps`` the dtype's smallest normal's square root.
+    """
+    norm2 = jnp.sum(h * h, axis=-1, keepdims=True)
+    return h * jax.lax.rsqrt(jnp.maximum(norm2, jnp.finfo(h.dtype).tiny))
+
+
 def _log(h: jax.Array) -> jax.Array:
     """``log h`` of non-negative activations, finite with a finite gradient (0 maps to tiny)."""
     return jnp.log(jnp.maximum(h, jnp.finfo(h.dtype).tiny))
@@ -217,6 +230,10 @@ class EmbeddedDPP(eqx.Module):
         ridge: ``[]`` ``lambda / sum(w)``: DPP's ridge ``lambda tr(Theta^T Theta)`` on the
             summed log-likelihood, as a share of the per-set loss (a leaf that no step
             changes, so that a new ``lambda`` reuses the compiled program).
+        normalize: L2-normalise the embedded vectors and the prototypes before eq. (3)
+            (static; NetVLAD's normalisation, Arandjelovic et al., CVPR 2016): squared
+            distances lie in ``[0, 4]``, so the embedding's scale cannot harden the codes and
+            ``beta`` alone sets their temperature.
     """
 
     embedding: Embedding
@@ -225,6 +242,7 @@ class EmbeddedDPP(eqx.Module):
     theta: Float[Array, "K C"]
     pooling: Pooling
     ridge: Float[Array, ""]
+    normalize: bool = eqx.field(static=True, default=False)
 
     def penalty(self):
         """``ridge * tr(Theta^T Theta)``: DPP's ridge (no gradient reaches ``ridge``)."""
@@ -240,10 +258,19 @@ class EmbeddedDPP(eqx.Module):
             lambda m: m.embedding, mask, jax.tree.map(lambda _: True, self.embedding)
         )
 
+    def features(self, x, *, key=None, inference=True):
+        """``[M, H]`` the embedded vectors as eq. (3) sees them (unit length with ``normalize``)."""
+        h = self.embedding(x, key=key, inference=inference)
+        return unit_rows(h) if self.normalize else h
+
+    def centres(self):
+        """``[K, H]`` the prototypes as eq. (3) sees them (unit length with ``normalize``)."""
+        return unit_rows(self.mu) if self.normalize else self.mu
+
     def log_codes(self, x, *, key=None, inference=True):
         """``[M, K]`` log eq. (3) codes of the embedded vectors of one padded set."""
-        h = self.embedding(x, key=key, inference=inference)
-        d2 = squared_distances(h, self.mu)
+        h = self.features(x, key=key, inference=inference)
+        d2 = squared_distances(h, self.centres())
         beta = jnp.exp(jnp.minimum(self.log_beta, LOG_BETA_MAX))
         return jax.nn.log_softmax(-beta * (d2 - jnp.min(d2, axis=1, keepdims=True)), axis=1)
 
@@ -475,8 +502,22 @@ def batch_order(key, weights: jax.Array, batch_size: int) -> jax.Array:
     return jnp.argsort(jnp.where(weights > 0, u, 2.0)).reshape(-1, batch_size)
 
 
-def _epoch(params, static, opt_state, key, buckets, settings: TrainSettings, optimizer):
-    """One epoch: every bucket's mini-batches in a ``lax.scan``, sets shuffled within buckets."""
+def run_epoch(params, static, opt_state, key, buckets, settings: TrainSettings, optimizer):
+    """One epoch: every bucket's mini-batches in a ``lax.scan``, sets shuffled within buckets.
+
+    Args:
+        params: the model's trained arrays (``eqx.partition(model, eqx.is_inexact_array)``).
+        static: the rest of the model.
+        opt_state: ``optimizer``'s state.
+        key: PRNG key (the order of the sets and dropout).
+        buckets: the training sets (:func:`bucketize`).
+        settings: Adam and early stopping (its ``batch_size``).
+        optimizer: ``settings.optimizer(...)`` with the model's weight-decay mask.
+
+    Returns:
+        ``(params, opt_state, key)`` after the epoch (what :func:`train` loops over, and what
+        :mod:`dpp.baselines.diagnostics` steps one epoch at a time).
+    """
 
     def loss(params, batch: Bucket, key):
         model = eqx.combine(params, static)
@@ -559,7 +600,7 @@ def _train(
 
     def one_epoch(carry):
         params, opt_state, key, epoch, best, best_value, best_epoch, history = carry
-        params, opt_state, key = _epoch(
+        params, opt_state, key = run_epoch(
             params, static, opt_state, key, buckets, settings, optimizer
         )
         epoch = epoch + 1
@@ -722,6 +763,7 @@ def initial_embedded_dpp(
     num_classes: int,
     pooling=MEAN,
     ridge: float = 0.0,
+    normalize: bool = False,
 ) -> EmbeddedDPP:
     """An :class:`EmbeddedDPP` at its start: ``Theta = 0``.
 
@@ -732,6 +774,8 @@ def initial_embedded_dpp(
         num_classes: ``C``.
         pooling: :mod:`dpp.pooling` pytree.
         ridge: ``lambda / sum(w)`` (see :class:`EmbeddedDPP`).
+        normalize: L2-normalise before eq. (3) (see :class:`EmbeddedDPP`; ``centres`` and
+            ``log_beta`` are then those of the normalised embedded vectors).
     """
     dtype = jnp.float32
     return EmbeddedDPP(
@@ -741,6 +785,7 @@ def initial_embedded_dpp(
         jnp.zeros((centres.shape[0], num_classes), dtype),
         jax.tree.map(lambda leaf: jnp.asarray(leaf, dtype), pooling),
         jnp.asarray(ridge, dtype),
+        bool(normalize),
     )
 
 
@@ -771,8 +816,8 @@ class EmbeddedFit:
 
     @property
     def mu(self) -> jax.Array:
-        """``[K, H]`` prototypes in the embedding space."""
-        return self.network.mu
+        """``[K, H]`` prototypes in the embedding space (as eq. 3 sees them)."""
+        return self.network.centres()
 
     @property
     def log_beta(self) -> jax.Array:
@@ -791,8 +836,8 @@ class EmbeddedFit:
 
     @property
     def prototypes(self) -> np.ndarray:
-        """``[K, H]`` float64 prototypes in the embedding space."""
-        return np.asarray(self.network.mu, np.float64)
+        """``[K, H]`` float64 prototypes in the embedding space (as eq. 3 sees them)."""
+        return np.asarray(self.network.centres(), np.float64)
 
     @property
     def beta(self) -> np.ndarray:

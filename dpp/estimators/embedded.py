@@ -78,6 +78,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         validation_fraction: held-out share of the training sets for early stopping (0.2,
             stratified); skipped below 10 held-out sets, 0 turns it off.
         beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
+        normalize: L2-normalise the embedded vectors and the prototypes before eq. (3)
+            (NetVLAD's normalisation): distances in ``[0, 4]``, so only ``beta`` sets how hard
+            the codes are, not the embedding's scale.
 
     Other Parameters:
         standardize: scale every feature to zero mean and unit variance first.
@@ -118,6 +121,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         patience: int = _TRAIN.patience,
         validation_fraction: float = 0.2,
         beta_scale: float = 1.0,
+        normalize: bool = False,
         *,
         standardize: bool = True,
         pca_components: int | None = None,
@@ -139,6 +143,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         self.patience = patience
         self.validation_fraction = validation_fraction
         self.beta_scale = beta_scale
+        self.normalize = normalize
         self.standardize = standardize
         self.pca_components = pca_components
         self.preprocess = preprocess
@@ -153,6 +158,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         **AdamTrained.TRAIN_RULES,
         "pooling": check.Choice(POOLINGS),
         "beta_scale": check.Real(low=0, low_open=True),
+        "normalize": check.Bool(),
     }  # fmt: skip
 
     #: ``optimizer_options`` of the start's Theta-step (L-BFGS, :mod:`dpp.solvers.options`);
@@ -205,6 +211,8 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             centres, log_beta = np.zeros((k, embedding.layers[-1].out_features)), 0.0
         else:
             embedded = neural.embed(embedding, vectors)
+            if self.normalize:  # k-means and the beta heuristic where eq. (3) measures
+                embedded = np.asarray(neural.unit_rows(jnp.asarray(embedded)))
             if embedded.shape[0] < k:
                 raise ValueError(
                     f"n_prototypes = {k} exceeds the {embedded.shape[0]} training vectors"
@@ -213,7 +221,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             log_beta = float(init_log_beta(embedded, centres, float(self.beta_scale)))
         return neural.initial_embedded_dpp(
             embedding, centres, log_beta, num_classes, make_pooling(self.pooling),
-            float(self.l2) / weight,
+            float(self.l2) / weight, bool(self.normalize),
         )  # fmt: skip
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> neural.EmbeddedFit:

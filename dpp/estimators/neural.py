@@ -116,8 +116,21 @@ class Member(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class _Plan:
-    """A member's host-side part: its split, padded buckets and initial networks."""
+class MemberPlan:
+    """A member's host-side part: its split, padded buckets and initial networks.
+
+    Attributes:
+        member: the :class:`Member`.
+        skipped: why early stopping is skipped (too few held-out sets), or ``None``.
+        monitored: whether a monitored fit runs (early stopping on ``validation``).
+        held_sets: the held-out sets.
+        start: the monitored fit's initial network, on the part it fits (``None`` unmonitored).
+        buckets: that part's buckets (``None`` unmonitored).
+        refit_start: the refit's initial network, on all the sets.
+        refit_buckets: all the sets' buckets.
+        validation: the held-out sets' buckets.
+        train_key: the PRNG key of both fits' epochs.
+    """
 
     member: Member
     skipped: str | None  # why early stopping is skipped (too few held-out sets)
@@ -131,8 +144,12 @@ class _Plan:
     train_key: jax.Array
 
 
-def _plan(member: Member) -> _Plan:
-    """Splits, lays out and starts one member (the same for it alone or in a batch)."""
+def plan_member(member: Member) -> MemberPlan:
+    """Splits, lays out and starts one member (the same for it alone or in a batch).
+
+    What :func:`train_with_early_stopping`, :func:`train_together` and
+    :func:`dpp.estimators.diagnosis.trace_training` start from.
+    """
     sets, settings, fraction, seed = member.sets, member.settings, member.fraction, member.seed
     init_key, train_key = jax.random.split(jax.random.key(seed))
     classes = sets.num_classes
@@ -156,13 +173,13 @@ def _plan(member: Member) -> _Plan:
         buckets, _ = neural.bucketize(part, settings.batch_size, classes, shape)
         start = member.make(part, init_key)
     refit_buckets, _ = neural.bucketize(sets, settings.batch_size, classes, shape)
-    return _Plan(
+    return MemberPlan(
         member, skipped, monitored, int(held.num_sets), start, buckets,
         member.make(sets, init_key), refit_buckets, validation, train_key,
     )  # fmt: skip
 
 
-def _chosen(plan: _Plan, result: neural.TrainResult | None):
+def _chosen(plan: MemberPlan, result: neural.TrainResult | None):
     """``(epochs, early, history)``: the refit's epochs from the monitored fit's result."""
     settings = plan.member.settings
     if result is None:
@@ -182,7 +199,7 @@ def _chosen(plan: _Plan, result: neural.TrainResult | None):
     return epochs, early, history
 
 
-def _report(plan: _Plan, epochs: int, early, seconds: float) -> FitReport:
+def _report(plan: MemberPlan, epochs: int, early, seconds: float) -> FitReport:
     settings = plan.member.settings
     status, reason = epoch_status(early, plan.skipped, settings.max_epochs)
     if early is None:
@@ -220,7 +237,7 @@ def train_with_early_stopping(
         ``early_stopping`` ...), and the held-out log-likelihood per epoch.
     """
     t0 = time.perf_counter()
-    plan = _plan(Member(make, sets, settings, fraction, seed, method, verbose))
+    plan = plan_member(Member(make, sets, settings, fraction, seed, method, verbose))
     first = None
     if plan.monitored:
         first = neural.train(
@@ -245,7 +262,7 @@ def train_with_early_stopping(
     return refit.model, report, history
 
 
-def _say_monitored(plan: _Plan, early: EarlyStopping | None, seconds: float) -> None:
+def _say_monitored(plan: MemberPlan, early: EarlyStopping | None, seconds: float) -> None:
     """The progress line of a verbose fit after its monitored fit."""
     method = plan.member.method
     if early is None:
@@ -303,7 +320,7 @@ def train_together(
         a report's ``seconds`` is the batch's wall time over the number of members.
     """
     t0 = time.perf_counter()
-    plans = [_plan(m) for m in members]
+    plans = [plan_member(m) for m in members]
     firsts: list = [None] * len(plans)
     monitored = [i for i, p in enumerate(plans) if p.monitored]
     caps = [p.member.settings.max_epochs for p in plans]
@@ -332,7 +349,7 @@ def _signature(tree) -> tuple:
     )
 
 
-def _same_shapes(plans: list[_Plan], members: list[int], parts) -> list[list[int]]:
+def _same_shapes(plans: list[MemberPlan], members: list[int], parts) -> list[list[int]]:
     """``members`` grouped by equal settings and shapes of ``parts(plan)`` and validation."""
     groups: dict = {}
     for i in members:
@@ -404,12 +421,12 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
         )
     members = []
     for est, sets in zip(estimators, training, strict=True):
-        if not hasattr(est, "_member") or getattr(est, "embedding", ()) is None:
+        if not hasattr(est, "training_member") or getattr(est, "embedding", ()) is None:
             raise ValueError(
                 f"fit_together batches Adam-trained fits: {type(est).__name__} with "
                 f"embedding={getattr(est, 'embedding', None)!r} is not one"
             )
-        members.append(est._member(*est._prepare(sets, None, None)))
+        members.append(est.training_member(sets))
     results = train_together(members, chunk)
     return [
         est._finish(network, report)
@@ -446,6 +463,26 @@ class AdamTrained:
             ValueError: naming the parameter, the rule and the value.
         """
         check.check_table(self, self._parameter_constraints)
+
+    def training_member(self, X, y=None, sample_weight=None) -> Member:
+        """Checks the parameters and inputs, fits the preprocessing: the fit's :class:`Member`.
+
+        What ``fit`` trains, :func:`fit_together` batches and
+        :func:`dpp.estimators.diagnosis.trace_training` steps epoch by epoch.
+
+        Args:
+            X: ``N`` training sets (as ``fit`` takes them).
+            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled
+                ``RaggedSets``.
+            sample_weight: optional ``[N]`` per-set weights.
+
+        Returns:
+            The :class:`Member` (preprocessed sets, the start's maker, settings, seed).
+
+        Raises:
+            ValueError: bad parameters or inputs, as ``fit``.
+        """
+        return self._member(*self._prepare(X, y, sample_weight))
 
     def _train_settings(self) -> neural.TrainSettings:
         return neural.TrainSettings(
@@ -505,8 +542,7 @@ class NeuralSetClassifier(AdamTrained, FitReportView, ClassifierMixin, BaseEstim
             ValueError: bad parameters or inputs (naming which): empty sets, NaN, mixed
                 dimensions, labels off the simplex, fewer than 2 classes.
         """
-        member = self._member(*self._prepare(X, y, sample_weight))
-        network, report, _ = train_with_early_stopping(*member)
+        network, report, _ = train_with_early_stopping(*self.training_member(X, y, sample_weight))
         return self._finish(network, report)
 
     def _prepare(self, X, y, sample_weight) -> tuple[RaggedSets, int]:

@@ -1,0 +1,181 @@
+r"""What an Adam-trained set model looks like epoch by epoch: the numbers behind early stopping.
+
+The networks and the embedded DPP train in one compiled ``lax.while_loop``
+(:func:`dpp.baselines.neural.train`), which keeps only the held-out log-likelihood per epoch.
+To see *why* a fit stops improving, :class:`EpochStepper` runs the same epochs
+(:func:`dpp.baselines.neural.run_epoch`, the same optimizer and the same keys) one at a time,
+and :func:`network_state` reads off, between epochs:
+
+* the weighted mean log-likelihood per set (nats) of the training and held-out sets;
+* the gradient norm of the training loss per parameter (each layer's weight and bias, ``mu``,
+  ``log_beta``, ``Theta``, the attention's layers);
+* for an :class:`~dpp.baselines.neural.EmbeddedDPP`: ``beta``, the scale of the embedded
+  vectors (root mean square norm), the squared distance of each to its nearest prototype
+  (median), ``beta`` times the gap between its nearest and second-nearest prototype (the
+  exponent that decides whether its code is one-hot), the share of one-hot codes (largest
+  code above ``ONE_HOT``: saturation), and the prototypes that are nobody's nearest (dead).
+
+Nothing here changes a fit; the model at epoch ``t`` is bit for bit :func:`~dpp.baselines.
+neural.train`'s after ``t`` epochs without early stopping.
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from dpp.baselines import neural
+from dpp.encoding import LOG_BETA_MAX
+
+#: A code whose largest entry exceeds this is counted one-hot (saturated).
+ONE_HOT = 0.99
+
+
+class EpochStepper:
+    """Adam epochs of one model, one call at a time (:func:`~dpp.baselines.neural.run_epoch`).
+
+    Args:
+        model: the initial network.
+        buckets: the training sets (:func:`~dpp.baselines.neural.bucketize`).
+        key: PRNG key (the order of the sets and dropout): :func:`~dpp.baselines.neural.train`'s.
+        settings: Adam's settings (:class:`~dpp.baselines.neural.TrainSettings`).
+
+    Attributes:
+        model: the network after the epochs run so far.
+        epochs: the epochs run so far.
+    """
+
+    def __init__(self, model: eqx.Module, buckets, key, settings: neural.TrainSettings):
+        self._params, self._static = eqx.partition(model, eqx.is_inexact_array)
+        trained = jax.tree.map(eqx.is_inexact_array, model)
+        self._optimizer = settings.optimizer(eqx.filter(model.decay_mask(), trained))
+        self._state = self._optimizer.init(self._params)
+        self._key, self._buckets, self._settings = key, buckets, settings
+        self.epochs = 0
+        static, optimizer = self._static, self._optimizer
+
+        @jax.jit
+        def step(params, state, key, buckets):
+            return neural.run_epoch(params, static, state, key, buckets, settings, optimizer)
+
+        self._step = step
+
+    @property
+    def model(self) -> eqx.Module:
+        """The network after :attr:`epochs` epochs."""
+        return eqx.combine(self._params, self._static)
+
+    def step(self) -> eqx.Module:
+        """Runs one epoch; returns the network after it."""
+        self._params, self._state, self._key = self._step(
+            self._params, self._state, self._key, self._buckets
+        )
+        self.epochs += 1
+        return self.model
+
+
+def _loss(params, static, buckets) -> jax.Array:
+    """The training loss of a whole epoch's sets at once (inference mode: no dropout)."""
+    model = eqx.combine(params, static)
+    return -neural.mean_log_likelihood(model, buckets) + model.penalty()
+
+
+_loss_grad = eqx.filter_jit(jax.grad(_loss))
+
+
+def gradient_norms(model: eqx.Module, buckets) -> dict[str, float]:
+    """The Euclidean norm of the training loss's gradient, per parameter array.
+
+    The loss is the weighted mean negative log-likelihood per set over all ``buckets`` plus the
+    model's penalty (inference mode), the full-batch form of what each Adam step follows.
+
+    Args:
+        model: a network (:mod:`dpp.baselines.neural`).
+        buckets: training sets (:func:`~dpp.baselines.neural.bucketize`).
+
+    Returns:
+        ``{name: norm}``, names from the model's attributes (``embedding.layers[0].weight``,
+        ``mu``, ``log_beta``, ``theta`` ...), float nats per unit of the parameter.
+    """
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    grads = _loss_grad(params, static, buckets)
+    flat, _ = jax.tree_util.tree_flatten_with_path(grads)
+    out = {}
+    for path, leaf in flat:
+        if leaf is None or getattr(leaf, "size", 0) == 0:
+            continue
+        name = jax.tree_util.keystr(path).lstrip(".")
+        if name == "ridge":  # a constant leaf (stop_gradient): no parameter
+            continue
+        out[name] = float(jnp.linalg.norm(jnp.ravel(leaf)))
+    return out
+
+
+def real_rows(buckets) -> np.ndarray:
+    """``[T, D]`` float32 the real vectors of real sets of ``buckets`` (padding dropped)."""
+    rows = [
+        np.asarray(b.x)[np.asarray(b.mask) & (np.asarray(b.weights) > 0)[:, None]] for b in buckets
+    ]
+    return np.concatenate(rows)
+
+
+def embedded_geometry(model: neural.EmbeddedDPP, vectors: np.ndarray) -> dict[str, float]:
+    """Where the embedded vectors lie against the prototypes, and how hard their codes are.
+
+    Args:
+        model: an :class:`~dpp.baselines.neural.EmbeddedDPP`.
+        vectors: ``[T, D]`` preprocessed input vectors (:func:`real_rows`).
+
+    Returns:
+        ``beta`` (1 / squared embedding units), ``embedding_rms`` (root mean square norm of
+        the embedded vectors, before any normalisation), ``prototype_rms`` (of ``mu`` as
+        eq. 3 sees it), ``nearest_d2`` (median squared
+        distance to the nearest prototype), ``beta_gap`` (median of ``beta`` times the gap
+        between the second-nearest and the nearest squared distance: a code is one-hot from
+        about 5), ``one_hot`` (share of vectors whose largest eq. 3 code exceeds
+        :data:`ONE_HOT`), ``dead`` (share of prototypes that are no vector's nearest).
+    """
+    h = neural.embed(model.embedding, np.asarray(vectors, np.float32)).astype(np.float64)
+    rms = float(np.sqrt((h * h).sum(1).mean()))
+    if model.normalize:
+        h = h / np.maximum(np.linalg.norm(h, axis=1, keepdims=True), 1e-300)
+    mu = np.asarray(model.centres(), np.float64)
+    beta = float(np.exp(min(float(model.log_beta), float(LOG_BETA_MAX))))
+    d2 = np.maximum((h * h).sum(1)[:, None] - 2 * h @ mu.T + (mu * mu).sum(1)[None, :], 0.0)
+    part = np.partition(d2, 1, axis=1)[:, :2] if mu.shape[0] > 1 else np.repeat(d2, 2, 1)
+    logits = -beta * (d2 - d2.min(1, keepdims=True))
+    codes = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    nearest = np.bincount(d2.argmin(1), minlength=mu.shape[0])
+    return {
+        "beta": beta,
+        "embedding_rms": rms,
+        "prototype_rms": float(np.sqrt((mu * mu).sum(1).mean())),
+        "nearest_d2": float(np.median(part[:, 0])),
+        "beta_gap": float(np.median(beta * (part[:, 1] - part[:, 0]))),
+        "one_hot": float(np.mean(codes.max(1) > ONE_HOT)),
+        "dead": float(np.mean(nearest == 0)),
+    }
+
+
+def network_state(model: eqx.Module, buckets, validation) -> dict:
+    """Everything :mod:`this module <dpp.baselines.diagnostics>` reads off a network.
+
+    Args:
+        model: a network.
+        buckets: its training sets.
+        validation: held-out sets.
+
+    Returns:
+        ``{"train_ll", "validation_ll", "grad": {name: norm}, **geometry}`` (the geometry of
+        :func:`embedded_geometry` for an embedded DPP only), floats.
+    """
+    out = {
+        "train_ll": float(neural.mean_log_likelihood(model, buckets)),
+        "validation_ll": float(neural.mean_log_likelihood(model, validation)),
+        "grad": gradient_norms(model, buckets),
+    }
+    if isinstance(model, neural.EmbeddedDPP):
+        out.update(embedded_geometry(model, real_rows(buckets)))
+    return out

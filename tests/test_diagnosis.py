@@ -1,0 +1,143 @@
+"""Issue 52: an Adam-trained fit traced epoch by epoch, and the embedded DPP's normalisation."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import dpp
+from dpp.baselines import diagnostics, neural
+from dpp.estimators.diagnosis import trace_training
+from dpp.estimators.neural import plan_member
+
+SMALL = {"embedding": (16, 8), "max_epochs": 12, "patience": 3, "batch_size": 4}
+
+
+def _witness(rng, n=60, dim=4):
+    X, y = [], []
+    for i in range(n):
+        x = rng.normal(size=(int(rng.integers(2, 10)), dim))
+        if i % 2:
+            x[rng.integers(len(x)), 0] += 5.0
+        X.append(x)
+        y.append(i % 2)
+    return X, np.array(y)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    return _witness(np.random.default_rng(52))
+
+
+def test_the_trace_follows_the_fit_it_explains(problem):
+    """Epoch by epoch, the trace's held-out log-likelihood is the monitored fit's own record,
+    and its model after E epochs is train()'s after E epochs (no early stopping): stepping one
+    epoch at a time changes nothing."""
+    X, y = problem
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL)
+    trace = trace_training(est, X, y, epochs=6)
+    assert [s["epoch"] for s in trace] == list(range(7))
+    fitted = dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL).fit(X, y)
+    record = fitted.fit_report_.early_stopping.validation_history
+    shared = min(len(record), len(trace))
+    np.testing.assert_allclose(
+        [s["validation_ll"] for s in trace[:shared]], record[:shared], rtol=0, atol=2e-5
+    )
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL)
+                       .training_member(X, y))  # fmt: skip
+    settings = plan.member.settings
+    after = neural.train(
+        plan.start, plan.buckets, plan.validation, plan.train_key, settings, jnp.int32(6),
+        jnp.asarray(False),
+    ).model  # fmt: skip
+    expected = float(neural.mean_log_likelihood(after, plan.buckets))
+    assert trace[-1]["train_ll"] == pytest.approx(expected, abs=2e-5)
+    for state in trace:  # the geometry of an embedded DPP is read off at every epoch
+        assert 0.0 <= state["one_hot"] <= 1.0 and 0.0 <= state["dead"] < 1.0
+        assert state["beta"] > 0 and state["embedding_rms"] > 0
+        assert set(state["grad"]) >= {"mu", "log_beta", "theta", "embedding.layers[0].weight"}
+
+
+def test_the_gradient_norm_of_theta_is_its_closed_form(problem):
+    """d/dTheta of -mean_n w_n sum_j y_nj log p_nj + ridge |Theta|^2 is
+    -(1/W) sum_n w_n z_n (y_n - p_n)^T + 2 ridge Theta (eq. 16's softmax on the codes z)."""
+    X, y = problem
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, l2=0.5, **SMALL)
+                       .training_member(X, y))  # fmt: skip
+    model = plan.start
+    model = model.__class__(
+        model.embedding, model.mu, model.log_beta,
+        jax.random.normal(jax.random.key(1), model.theta.shape), model.pooling, model.ridge,
+    )  # fmt: skip (a Theta off its optimum)
+    grad = np.zeros(model.theta.shape)
+    total = 0.0
+    for bucket in plan.buckets:
+        z = np.asarray(neural.embedded_codes(model, bucket), np.float64)
+        p = np.exp(np.asarray(neural.log_proba(model, bucket), np.float64))
+        w = np.asarray(bucket.weights, np.float64)
+        grad -= (z * w[:, None]).T @ (np.asarray(bucket.labels, np.float64) - p)
+        total += w.sum()
+    grad = grad / total + 2 * float(model.ridge) * np.asarray(model.theta, np.float64)
+    norms = diagnostics.gradient_norms(model, plan.buckets)
+    assert norms["theta"] == pytest.approx(np.linalg.norm(grad), rel=1e-4)
+    assert "ridge" not in norms
+
+
+def test_the_geometry_sees_saturation_and_softness(problem):
+    X, y = problem
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).training_member(X, y))
+    vectors = diagnostics.real_rows(plan.buckets)
+    assert vectors.shape[1] == 4 and 0 < len(vectors) < sum(len(x) for x in X)  # the fit part
+    model = plan.start
+    hard = model.__class__(model.embedding, model.mu, jnp.asarray(10.0), model.theta,
+                           model.pooling, model.ridge)  # fmt: skip (beta = e^10)
+    soft = model.__class__(model.embedding, model.mu, jnp.asarray(-20.0), model.theta,
+                           model.pooling, model.ridge)  # fmt: skip
+    assert diagnostics.embedded_geometry(hard, vectors)["one_hot"] > 0.9
+    cool = diagnostics.embedded_geometry(soft, vectors)
+    assert cool["one_hot"] == 0.0 and cool["beta_gap"] < 1e-3
+
+
+def test_normalised_codes_ignore_the_embeddings_scale(problem):
+    """With normalize, eq. (3) sees unit vectors: scaling the last layer (weights and bias) by
+    a positive constant, which scales every embedded vector, changes no code; without, it
+    does. The prototypes eq. 3 sees are unit rows, their squared distances at most 4."""
+    X, y = problem
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **SMALL).fit(X, y)
+    net = est.model_.network
+    np.testing.assert_allclose(np.linalg.norm(est.prototypes_, axis=1), 1.0, rtol=1e-5)
+    bucket = neural.bucketize(est.preprocess_.sets(dpp.sets.RaggedSets.from_list(X)), 1, 2)[0][0]
+    last = len(net.embedding.layers) - 1
+
+    def scaled(model):
+        layer = model.embedding.layers[last]
+        return eqx.tree_at(
+            lambda m: (m.embedding.layers[last].weight, m.embedding.layers[last].bias),
+            model, (3.0 * layer.weight, 3.0 * layer.bias),
+        )  # fmt: skip
+
+    np.testing.assert_allclose(
+        neural.vector_codes(scaled(net), bucket), neural.vector_codes(net, bucket), atol=1e-5
+    )
+    plain = dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).fit(X, y).model_.network
+    assert not np.allclose(
+        neural.vector_codes(scaled(plain), bucket), neural.vector_codes(plain, bucket), atol=1e-3
+    )
+
+
+def test_a_normalised_model_file_loads_and_predicts_the_same(problem, tmp_path):
+    X, y = problem
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **SMALL).fit(X, y)
+    est.save(tmp_path / "m.npz")
+    back = dpp.load(tmp_path / "m.npz")
+    assert back.normalize is True and back.model_.network.normalize is True
+    np.testing.assert_array_equal(back.predict_proba(X), est.predict_proba(X))
+
+
+def test_the_trace_refuses_what_it_cannot_trace(problem):
+    X, y = problem
+    with pytest.raises(ValueError, match="not trained by Adam"):
+        trace_training(dpp.DPPClassifier(n_prototypes=2), X, y)
+    with pytest.raises(ValueError, match="no held-out sets"):
+        trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **SMALL), X[:20], y[:20])
