@@ -291,8 +291,9 @@ class RaggedSets:
         if not np.all(np.isfinite(vectors)):
             row = int(np.flatnonzero(~np.all(np.isfinite(vectors), axis=1))[0])
             where = f"vector row {row}"
-            if members is None:
-                where += f" (set {int(set_ids[row])})"
+            if members is None:  # the row within its set: what a user with a list of sets has
+                own = int(set_ids[row])
+                where += f" (row {int(np.sum(set_ids[:row] == own))} of set {own})"
             raise ValueError(f"vectors contain NaN or inf, first at {where}")
         if labels is not None:
             _check_labels(labels)

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from dpp.persist import ModelFileError, load
 
+from dpp import load
 from dpp.datasets.base import default_cache_dir
 from dpp.datasets.sets_file import read_sets
-from dpp.errors import DataError
+from dpp.errors import DataError, ModelFileError
 from dpp.experiment.compilation import enable_persistent_cache
 
 

@@ -173,7 +173,9 @@ def test_run_writes_results_table_and_figures(tmp_path):
         f"{m}.npz" for m in methods
     )  # the first trial's models
     assert set(on_disk["summary"]) == set(methods)
-    assert "| dpp | 1 |" in (tmp_path / "table.md").read_text()
+    table = (tmp_path / "table.md").read_text()
+    assert "| dpp | 1 |" in table
+    assert table.startswith("# synthetic\n")  # issue 56: not "# synthetic: synthetic"
     assert results["summary"] == on_disk["summary"]
 
 

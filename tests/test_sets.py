@@ -29,6 +29,13 @@ def test_from_list_builds_sorted_flat_layout(rng):
         ),
         (lambda r: ([np.array([[0.0, np.nan]]), np.ones((1, 2))], _labels(2)), "NaN or inf"),
         (lambda r: ([np.array([[np.inf, 0.0]])], _labels(1)), "NaN or inf"),
+        (  # issue 56: the row within its set, not among all sets joined
+            lambda r: (
+                [np.ones((5, 2))] * 3 + [np.array([[0, 0], [1, 1], [np.nan, 0]])],
+                _labels(4),
+            ),
+            "first at vector row 17 .row 2 of set 3.",
+        ),
         (lambda r: ([np.ones((1, 2))] * 2, np.array([[0.5, 0.4], [1, 0]])), "sum to 0.9"),
         (lambda r: ([np.ones((1, 2))] * 2, np.array([[1.5, -0.5], [1, 0]])), "outside [0, 1]"),
         (lambda r: ([np.ones((1, 2))] * 2, _labels(3)), "labels has 3 rows but there are 2 sets"),

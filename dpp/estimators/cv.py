@@ -22,6 +22,7 @@ from dpp.errors import (
 )
 from dpp.estimators.base import (
     SCORINGS,
+    InstancePredictions,
     PrototypeClassifier,
     labelled_sets,
     resolve_seed,
@@ -167,7 +168,7 @@ def fewest_rounds(per_round: np.ndarray) -> int:
         return int(np.flatnonzero(means >= means[best] - se)[0])
 
 
-class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
+class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, BaseEstimator):
     """DPP with ``l2`` (and ``n_prototypes``) chosen by cross-validation of DPP itself.
 
     In the spirit of scikit-learn's ``LogisticRegressionCV``: every candidate is scored by
@@ -339,7 +340,12 @@ class DPPClassifierCV(ClassifierMixin, TransformerMixin, BaseEstimator):
         seed = resolve_seed(base.random_state)  # the folds' (None: fresh, as the fits')
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         search = _Search(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
-        with bar(0, type(self).__name__, bool(self.verbose)) as search.bar:
+        # the grid's fits and the refits are known now: the bar's total grows only by the
+        # values added past an edge (issue 56: it had grown from 0 as the fits were planned)
+        members = len({g.member() for g in candidates})
+        refits = members if self.rule == "ensemble" and members > 1 else 1
+        search.planned = len(candidates) * len(folds) * len(set(self.l2s)) + refits
+        with bar(search.planned, type(self).__name__, bool(self.verbose)) as search.bar:
             self._search(search, base, candidates, by_round, sets, classes)
         if self.verbose:
             say(logger, "%s: %s", type(self).__name__, self._summary())
@@ -665,6 +671,8 @@ class _Search:
         self.fit_params = {}
         #: the verbose fit's progress bar (:func:`dpp.solvers.progress.bar`; ``None``: none)
         self.bar = None
+        #: fits already in the bar's total and not yet planned (:meth:`more`)
+        self.planned = 0
         if isinstance(base, DPPClassifier):  # every fold's order: fitted sets, then held out
             sizes = sets.set_sizes()
             orders = [sizes] + [
@@ -784,9 +792,15 @@ class _Search:
         return est, fits
 
     def more(self, fits: int) -> None:
-        """Adds ``fits`` to the progress bar's total (a verbose fit's)."""
-        if self.bar is not None and not self.bar.disable:
-            self.bar.total += fits
+        """Adds ``fits`` to the progress bar's total (a verbose fit's) past what was planned.
+
+        The fits of the first grid and the refits are in the bar's total from the start
+        (:attr:`planned`); only what lies past them (the values added past an edge) grows it.
+        """
+        covered = min(self.planned, fits)
+        self.planned -= covered
+        if fits > covered and self.bar is not None and not self.bar.disable:
+            self.bar.total += fits - covered
             self.bar.refresh()
 
     def done(self, fits: int = 1) -> None:

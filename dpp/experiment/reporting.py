@@ -136,7 +136,10 @@ def write_results(out_dir: Path, header: dict, records: list[dict], status: str,
     tmp.write_text(json.dumps(jsonable(results), indent=2))
     tmp.replace(out_dir / "results.json")
     _write_csv(out_dir / "results.csv", records)
-    title = f"# {header.get('experiment', 'dpp')}: {header.get('dataset', '')}\n\n"
+    experiment, dataset = header.get("experiment", "dpp"), header.get("dataset", "")
+    # "synthetic: synthetic" said one thing twice: the dataset only where it differs
+    name = experiment if dataset in ("", experiment) else f"{experiment}: {dataset}"
+    title = f"# {name}\n\n"
     table = title + _status_line(results) + (markdown_table(summary) if records else "")
     if results.get("warnings"):
         table += "\nWarnings:\n\n" + "".join(f"- {w}\n" for w in results["warnings"])
