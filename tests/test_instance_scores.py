@@ -265,6 +265,26 @@ class _Oracle:
         return np.split(rows, np.cumsum(sets.set_sizes())[:-1])
 
 
+def test_instance_proba_scores_each_vector_alone_and_ranks_witnesses_under_max_pooling():
+    """Issue 53: ``instance_proba`` is ``predict_proba`` of every vector as a set of one (rows
+    sum to 1); under max pooling, where the exact shares give every non-winning vector 0, it
+    still ranks the witnesses of a witness task first."""
+    data = make_witness(num_sets=160, dim=12, seed=1)
+    sets, labels = data.sets, np.asarray(data.sets.labels).argmax(1)
+    est = dpp.DPPClassifier(n_prototypes=8, pooling="max").fit(sets)
+    proba = est.instance_proba(sets)
+    assert [p.shape for p in proba] == [(m, 2) for m in sets.set_sizes()]
+    np.testing.assert_allclose(np.concatenate(proba).sum(1), 1.0, atol=1e-6)
+    X = np.split(np.asarray(sets.member_vectors()), np.cumsum(sets.set_sizes())[:-1])
+    for n, j in ((0, 0), (7, 1)):
+        np.testing.assert_allclose(proba[n][j], est.predict_proba([X[n][j : j + 1]])[0], atol=1e-7)
+    positive = labels[np.asarray(sets.set_ids)] == 1
+    auc = roc_auc_score(data.instance_labels[positive], np.concatenate(proba)[positive, 1])
+    assert auc > 0.9, auc
+    with pytest.raises(ValueError, match="D = 3 features"):
+        est.instance_proba([np.ones((2, 3))])
+
+
 def test_the_suites_instance_metrics_read_the_witness_labels_of_the_held_out_sets():
     from dpp.experiment.suite import instance_metrics, membership_rows
 

@@ -110,6 +110,45 @@ def per_set(rows: np.ndarray, sets: RaggedSets) -> list[np.ndarray]:
     return np.split(np.asarray(rows), np.cumsum(sets.set_sizes())[:-1])
 
 
+class InstancePredictions:
+    """``instance_proba``: every vector classified as a set of its own (any set classifier).
+
+    A mixin for the set classifiers (it needs ``predict_proba`` and ``n_features_in_``).
+    """
+
+    def instance_proba(self, X) -> list[np.ndarray]:
+        """Each vector's class probabilities as a set of one: one ``[M_n, C]`` array per set.
+
+        The instance classifier of mi-Net (Wang, Yan, Tang, Bai & Liu, *Revisiting multiple
+        instance neural networks*, Pattern Recognition 2018): every vector ``x`` is given to
+        the fitted model as the set ``{x}``, so for DPP its codes ``f(x)`` (eq. 3) are its own
+        ``z`` under every pooling and its row is eq. (16) on them. Rows sum to 1. It ranks
+        vectors where :meth:`instance_scores` cannot: under max pooling, the exact decomposition
+        gives every vector that holds no code's maximum a share of 0, while a vector alone
+        keeps all its evidence. :meth:`instance_scores` stays the exact contribution to the
+        set's scores; this one is no decomposition of them.
+
+        Args:
+            X: ``N`` sets (as ``fit`` takes them).
+
+        Returns:
+            ``N`` float64 arrays ``[M_n, C]``, rows in the order of each set's vectors, columns
+            in ``classes_``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+            ValueError: sets that :func:`prediction_sets` refuses (empty, NaN, wrong ``D``).
+        """
+        if not hasattr(self, "n_features_in_"):
+            from sklearn.exceptions import NotFittedError  # noqa: PLC0415
+
+            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit first")
+        sets = prediction_sets(X, self)
+        vectors = np.asarray(sets.member_vectors(), np.float64)
+        singletons = (vectors, np.arange(vectors.shape[0]))  # each vector a set of its own
+        return per_set(np.asarray(self.predict_proba(singletons), np.float64), sets)
+
+
 def _is_pair(X) -> bool:
     if not isinstance(X, tuple | list) or len(X) != 2:
         return False
@@ -245,7 +284,9 @@ def warn_unclean(estimator) -> None:
         warn_caller(f"{estimator._describe()}: fit {report.status}: {report.reason}")
 
 
-class PrototypeClassifier(FitReportView, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PrototypeClassifier(
+    InstancePredictions, FitReportView, ClassifierMixin, TransformerMixin, BaseEstimator
+):
     """Shared machinery of the prototype classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_fit_model``. Fitted attributes:

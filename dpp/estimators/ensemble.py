@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
-from dpp.estimators.base import labelled_sets
+from dpp.estimators.base import InstancePredictions, labelled_sets
 from dpp.model import FitReport
 from dpp.model.report import CLEAN_STATUSES, STATUSES
 
@@ -51,7 +51,7 @@ def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
     return members
 
 
-class SetEnsembleClassifier(ClassifierMixin, BaseEstimator):
+class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator):
     """Set classifiers fitted on the same sets, their class probabilities averaged.
 
     ``predict_proba`` is the weighted mean of the members' ``[N, C]`` probabilities (each row

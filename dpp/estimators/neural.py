@@ -36,6 +36,7 @@ from dpp import params as check
 from dpp.baselines import neural
 from dpp.estimators.base import (
     FitReportView,
+    InstancePredictions,
     labelled_sets,
     per_set,
     prediction_sets,
@@ -501,7 +502,9 @@ class AdamTrained:
         return frozenset(), frozenset(), "net_"
 
 
-class NeuralSetClassifier(AdamTrained, FitReportView, ClassifierMixin, BaseEstimator):
+class NeuralSetClassifier(
+    AdamTrained, InstancePredictions, FitReportView, ClassifierMixin, BaseEstimator
+):
     """Shared machinery of the neural set classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted

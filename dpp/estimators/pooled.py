@@ -32,6 +32,7 @@ from dpp.errors import warn_caller
 from dpp.estimators.base import (
     SCORINGS,
     FitReportView,
+    InstancePredictions,
     check_shapes,
     labelled_sets,
     per_set,
@@ -47,7 +48,7 @@ from dpp.sets import RaggedSets
 from dpp.units import Affine, Normalizer
 
 
-class PooledLogisticClassifier(FitReportView, ClassifierMixin, BaseEstimator):
+class PooledLogisticClassifier(InstancePredictions, FitReportView, ClassifierMixin, BaseEstimator):
     """Shared machinery: features of each set, then :class:`LogisticHead` with ``C`` by CV.
 
     Subclasses set :attr:`method` and implement ``_fit_features`` and ``_features``. Fitted
