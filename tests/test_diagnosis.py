@@ -67,8 +67,12 @@ def test_the_gradient_norm_of_theta_is_its_closed_form(problem):
                        .training_member(X, y))  # fmt: skip
     model = plan.start
     model = model.__class__(
-        model.embedding, model.mu, model.log_beta,
-        jax.random.normal(jax.random.key(1), model.theta.shape), model.pooling, model.ridge,
+        model.embedding,
+        model.mu,
+        model.log_beta,
+        jax.random.normal(jax.random.key(1), model.theta.shape),
+        model.pooling,
+        model.ridge,
     )  # fmt: skip (a Theta off its optimum)
     grad = np.zeros(model.theta.shape)
     total = 0.0
@@ -90,8 +94,9 @@ def test_the_geometry_sees_saturation_and_softness(problem):
     vectors = diagnostics.real_rows(plan.buckets)
     assert vectors.shape[1] == 4 and 0 < len(vectors) < sum(len(x) for x in X)  # the fit part
     model = plan.start
-    hard = model.__class__(model.embedding, model.mu, jnp.asarray(10.0), model.theta,
-                           model.pooling, model.ridge)  # fmt: skip (beta = e^10)
+    hard = model.__class__(
+        model.embedding, model.mu, jnp.asarray(10.0), model.theta, model.pooling, model.ridge
+    )  # fmt: skip (beta = e^10)
     soft = model.__class__(model.embedding, model.mu, jnp.asarray(-20.0), model.theta,
                            model.pooling, model.ridge)  # fmt: skip
     assert diagnostics.embedded_geometry(hard, vectors)["one_hot"] > 0.9

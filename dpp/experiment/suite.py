@@ -12,7 +12,10 @@ with its default selection and scored on the held-out one:
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
   fix the pooling; ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned
-  embedding (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16);
+  embedding (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16, no dropout: the
+  embedded DPP before issue 52), ``dpp_embedded`` the class's defaults, and
+  ``dpp_embedded_{mean,max,gem}_dropout``, ``dpp_embedded_{max,gem}_dropout_normalized`` and
+  ``dpp_embedded_max_dropout_p40`` (patience 40 epochs) issue 52's remedies;
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -199,11 +202,14 @@ def _ensemble(poolings=POOLINGS, seeds: int = 1):
     return make
 
 
-def _embedded(pooling: str):
+def _embedded(pooling: str | None = None, **params):
+    """The embedded DPP with the suite's K and embedding, its defaults but for ``params``."""
+
     def make(k: int, seed: int):
         del k  # the embedding space has its own K
+        chosen = {} if pooling is None else {"pooling": pooling}
         return ESTIMATORS["embedded_dpp"](
-            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, pooling=pooling, random_state=seed
+            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, random_state=seed, **chosen, **params
         )
 
     return make
@@ -228,8 +234,17 @@ METHODS: dict[str, Callable] = {
     # over 3 k-means seeds
     "dpp_ensemble": _ensemble(),
     "dpp_seeds": _ensemble(("mean",), seeds=3),
-    "dpp_embedded_mean": _embedded("mean"),
-    "dpp_embedded_max": _embedded("max"),
+    "dpp_embedded_mean": _embedded("mean", dropout=0.0),
+    "dpp_embedded_max": _embedded("max", dropout=0.0),
+    # issue 52's remedies: dropout 0.5 after the embedding (the networks' own), with each
+    # pooling, and NetVLAD's normalisation before eq. (3); dpp_embedded: the class's defaults
+    "dpp_embedded": _embedded(),
+    "dpp_embedded_mean_dropout": _embedded("mean", dropout=0.5),
+    "dpp_embedded_max_dropout": _embedded("max", dropout=0.5),
+    "dpp_embedded_gem_dropout": _embedded("gem", dropout=0.5),
+    "dpp_embedded_max_dropout_normalized": _embedded("max", dropout=0.5, normalize=True),
+    "dpp_embedded_gem_dropout_normalized": _embedded("gem", dropout=0.5, normalize=True),
+    "dpp_embedded_max_dropout_p40": _embedded("max", dropout=0.5, patience=40),
     "standard": lambda k, seed: DPPClassifierCV(
         ESTIMATORS["standard"](n_prototypes=k, random_state=seed), l2s=L2S, cv=3
     ),
@@ -445,7 +460,9 @@ def instance_metrics(estimator, sets, labels: np.ndarray, witnesses: np.ndarray)
         ``instance_auc`` (ROC AUC of the evidence against the vectors' witness labels, over
         every held-out vector) and ``top_witness`` (the share of positive sets whose
         highest-evidence vector is a witness); for attention MIL also ``attention_auc`` and
-        ``attention_top_witness`` (the same for its attention weights). Empty for an estimator
+        ``attention_top_witness`` (the same for its attention weights), and ``proba_instance_auc``
+        and ``proba_top_witness`` for the positive class's probability of each vector alone
+        (:meth:`instance_proba`). Empty for an estimator
         without :meth:`instance_scores` (or one that refuses it: an ensemble), or with one class
         of vectors.
     """
@@ -461,6 +478,8 @@ def instance_metrics(estimator, sets, labels: np.ndarray, witnesses: np.ndarray)
         return {}
     if hasattr(estimator, "attention_weights"):
         readings["attention_"] = estimator.attention_weights(sets)
+    if hasattr(estimator, "instance_proba"):  # each vector alone (mi-Net's instance classifier)
+        readings["proba_"] = [p[:, -1] for p in estimator.instance_proba(sets)]
     sizes = sets.set_sizes()
     ids = np.repeat(np.arange(sizes.size), sizes)
     for prefix, per_set in readings.items():
@@ -867,15 +886,17 @@ def instance_table(frame: pd.DataFrame, tasks: list, methods: list) -> list[str]
         "Which vectors decided: instance AUC of each vector's evidence (its contribution to the "
         "positive class's log-odds, `instance_scores`) against the witness labels of the "
         "held-out vectors / share of positive sets whose top vector is a witness, mean ± 2 s.e. "
-        "over the outer folds; attention MIL's attention weights on their own row.",
+        "over the outer folds; attention MIL's attention weights, and each vector's positive "
+        "probability as a set of its own (`instance_proba`), on their own rows.",
         "",
         "| method | " + " | ".join(tasks) + " |",
         "|---|" + "---|" * len(tasks),
     ]
     readings = [(m, "") for m in methods]
-    if "attention_instance_auc" in frame:
-        attended = set(frame[frame.attention_instance_auc.notna()].method)
-        readings += [(m, "attention_") for m in methods if m in attended]
+    for prefix in ("attention_", "proba_"):
+        if f"{prefix}instance_auc" in frame:
+            read = set(frame[frame[f"{prefix}instance_auc"].notna()].method)
+            readings += [(m, prefix) for m in methods if m in read]
     for method, prefix in readings:
         cells = []
         for task in tasks:
@@ -883,7 +904,8 @@ def instance_table(frame: pd.DataFrame, tasks: list, methods: list) -> list[str]
             auc, top = part[f"{prefix}instance_auc"].dropna(), part[f"{prefix}top_witness"].dropna()
             cells.append(f"{_cell(auc, 1, 3)} / {_cell(top, 1, 2)}" if len(auc) else "-")
         if any(c != "-" for c in cells):
-            name = f"{method} (attention weights)" if prefix else method
+            label = {"": "", "attention_": " (attention weights)", "proba_": " (instance_proba)"}
+            name = f"{method}{label[prefix]}"
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 
