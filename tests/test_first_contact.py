@@ -48,3 +48,36 @@ def test_the_prediction_script_prints_no_deprecation_warning():
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "DeprecationWarning" not in out.stderr
+
+
+def test_the_readmes_first_command_installs_what_the_main_job_needs_and_no_extra():
+    """Issue 56: the main job's install takes no extra; the test command installs the test
+    extra itself (the same two commands open the docs' first page)."""
+    for page in (ROOT / "README.md", ROOT / "docs" / "index.md"):
+        block = page.read_text().split("```bash\n", 1)[1].split("```", 1)[0].splitlines()
+        first, second = block[0], block[1]
+        assert "pip install -e . &&" in first and "[" not in first, (page, first)
+        assert first.rstrip().endswith("python experiments/run.py")
+        assert "pip install -e '.[test]'" in second and second.endswith("python -m pytest -n 2")
+
+
+def test_help_says_what_dpp_is_its_groups_and_where_the_docs_are():
+    """Issue 56: --help opens with what dpp is; it lists every option of the user-facing groups
+    (and only those that exist), not the internal dpp_defaults groups; it names the docs."""
+    out = subprocess.run(
+        [sys.executable, "experiments/run.py", "--help"], capture_output=True, text=True,
+        cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert text.startswith("dpp: Discriminative Probabilistic Prototype learning")
+    assert "docs/index.md" in text and "dpp_defaults" not in text
+    groups = text.split("== Groups ==")[1].split("== Examples ==")[0]
+    listed = {}
+    for line in groups.replace(",\n", ", ").splitlines():
+        if ":" in line:
+            group, options = line.split(":", 1)
+            listed[group.strip()] = {o.split("(")[0].strip() for o in options.split(",")}
+    for group, options in listed.items():
+        files = {p.stem for p in (ROOT / "configs" / group).glob("*.yaml")}
+        assert options == files, (group, options ^ files)
