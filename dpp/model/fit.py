@@ -35,6 +35,7 @@ from dpp.solvers.coordinate_ascent import (
     fit_joint,
     log_rounds,
 )
+from dpp.solvers.progress import say
 from dpp.units import Normalizer
 
 logger = logging.getLogger(__name__)
@@ -164,6 +165,10 @@ def fit_dpp(
             round_cap, normalizer, place,
         )  # fmt: skip
     result = jax.block_until_ready(result)
+    if skipped and verbose:  # where verbose reaches: stderr in a plain session (issue 56)
+        say(logger, "%s", skipped)
+    elif skipped:
+        logger.info("%s", skipped)
     if verbose:
         log_rounds(result, "coordinate ascent" if mode == "coordinate_ascent" else "joint fit")
     if not isinstance(padded, RaggedSets):  # replicated over a mesh: to this process's device
@@ -245,15 +250,12 @@ def _two_weightings(sets: RaggedSets, fit_weights, validation_weights, layout):
 def _hold_out(train: RaggedSets, fraction: float, key):
     """Early stopping's split of ``train`` (:func:`dpp.selection.hold_out`), seeded by ``key``.
 
-    A skip is logged at INFO.
+    A skip is said by the fit (:func:`fit`: with ``verbose``, where a progress line goes).
     """
     if fraction <= 0:  # off: no seed drawn (a refit's path, every fold of a selection)
         return hold_out(np.asarray(train.labels), fraction, 0, "stopping by tol")
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    split = hold_out(np.asarray(train.labels), fraction, seed, "stopping by tol")
-    if split.skipped:
-        logger.info("%s", split.skipped)
-    return split
+    return hold_out(np.asarray(train.labels), fraction, seed, "stopping by tol")
 
 
 def _fit_apart(
