@@ -146,3 +146,25 @@ def test_the_trace_refuses_what_it_cannot_trace(problem):
         trace_training(dpp.DPPClassifier(n_prototypes=2), X, y)
     with pytest.raises(ValueError, match="no held-out sets"):
         trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **SMALL), X[:20], y[:20])
+
+
+def test_a_file_written_before_normalize_existed_loads_unnormalised(problem, tmp_path, monkeypatch):
+    """A model file of the embedded DPP from before ``normalize`` has no such parameter: it
+    loads with ``normalize=False`` (what it was fitted with), whatever today's default is."""
+    import json
+
+    X, y = problem
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=False, **SMALL).fit(X, y)
+    path = est.save(tmp_path / "m.npz")
+    with np.load(path) as data:
+        members = {k: data[k] for k in data.files}
+    header = json.loads(str(members["header"]))
+    del header["params"]["normalize"]
+    members["header"] = np.asarray(json.dumps(header))
+    np.savez(tmp_path / "old.npz", **members)
+    old = dpp.load(tmp_path / "old.npz")
+    assert old.normalize is False
+    np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
+    # the value comes from the class's ADDED_PARAMS, not from the constructor's default
+    monkeypatch.setattr(dpp.EmbeddedDPPClassifier, "ADDED_PARAMS", {"normalize": True})
+    assert dpp.load(tmp_path / "old.npz").normalize is True

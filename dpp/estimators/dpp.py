@@ -333,8 +333,13 @@ class DPPClassifier(PrototypeClassifier):
 
     # ------------------------------------------------------------------ deprecated embedding
     def _forward(self) -> _Forward:
-        """The :class:`EmbeddedDPPClassifier` a deprecated ``embedding`` forwards to."""
-        return _Forward.like(self)
+        """The :class:`EmbeddedDPPClassifier` a deprecated ``embedding`` forwards to.
+
+        The embedded DPP as this spelling fitted it when it was deprecated (no dropout, no
+        normalisation), whatever :class:`EmbeddedDPPClassifier`'s defaults are since: its fits
+        and model files stay what they were.
+        """
+        return _Forward.like(self, dropout=0.0, normalize=False)
 
     def _deprecated(self) -> None:
         warn_caller(

@@ -106,6 +106,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
 
     method = "embedded_dpp"
     uses_centres: ClassVar[bool] = False  # its k-means runs in the embedding space
+    #: Parameters added after model files of this class were first written, with the value
+    #: that reproduces those files' fits (:func:`dpp.load` reads a file without them so).
+    ADDED_PARAMS: ClassVar[dict] = {"normalize": False}
 
     def __init__(
         self,

@@ -89,6 +89,9 @@ def _check_header(path: Path, header: dict):
         raise bad(path, f"params.{unknown[0]}", f"is not a parameter of {cls.__name__}")
     # JSON has no tuples: a list was a tuple parameter (Cs, embedding widths) when saved
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    # a parameter added after the file was written takes the value that reproduces its fit,
+    # not today's default (EmbeddedDPPClassifier's normalize: files before it are unnormalised)
+    params = {**getattr(cls, "ADDED_PARAMS", {}), **params}
     try:
         estimator = cls(**params)
         estimator.check_params()
