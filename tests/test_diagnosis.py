@@ -8,28 +8,23 @@ import pytest
 
 import dpp
 from dpp.baselines import diagnostics, neural
+from dpp.datasets.suite import make_witness
 from dpp.estimators.diagnosis import trace_training
 from dpp.estimators.neural import plan_member
 
 SMALL = {"embedding": (16, 8), "max_epochs": 12, "patience": 3, "batch_size": 4}
 
 
-def _witness(rng, n=60, dim=4):
-    X, y = [], []
-    for i in range(n):
-        x = rng.normal(size=(int(rng.integers(2, 10)), dim))
-        if i % 2:
-            x[rng.integers(len(x)), 0] += 5.0
-        X.append(x)
-        y.append(i % 2)
-    return X, np.array(y)
-
-
 @pytest.fixture(scope="module")
 def problem():
-    return _witness(np.random.default_rng(52))
+    """60 witness sets of 2-9 vectors in 4-D (the suite's generator), as lists."""
+    data = make_witness(num_sets=60, dim=4, min_size=2, max_size=9, seed=52)
+    sets = data.sets
+    X = np.split(np.asarray(sets.member_vectors(), np.float64), np.cumsum(sets.set_sizes())[:-1])
+    return X, np.asarray(sets.labels).argmax(1)
 
 
+@pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
 def test_the_trace_follows_the_fit_it_explains(problem):
     """Epoch by epoch, the trace's held-out log-likelihood is the monitored fit's own record,
     and its model after E epochs is train()'s after E epochs (no early stopping): stepping one
@@ -104,6 +99,7 @@ def test_the_geometry_sees_saturation_and_softness(problem):
     assert cool["one_hot"] == 0.0 and cool["beta_gap"] < 1e-3
 
 
+@pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
 def test_normalised_codes_ignore_the_embeddings_scale(problem):
     """With normalize, eq. (3) sees unit vectors: scaling the last layer (weights and bias) by
     a positive constant, which scales every embedded vector, changes no code; without, it
@@ -131,6 +127,7 @@ def test_normalised_codes_ignore_the_embeddings_scale(problem):
     )
 
 
+@pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
 def test_a_normalised_model_file_loads_and_predicts_the_same(problem, tmp_path):
     X, y = problem
     est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **SMALL).fit(X, y)
@@ -148,6 +145,7 @@ def test_the_trace_refuses_what_it_cannot_trace(problem):
         trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **SMALL), X[:20], y[:20])
 
 
+@pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
 def test_a_file_written_before_normalize_existed_loads_unnormalised(problem, tmp_path, monkeypatch):
     """A model file of the embedded DPP from before ``normalize`` has no such parameter: it
     loads with ``normalize=False`` (what it was fitted with), whatever today's default is."""

@@ -12,6 +12,7 @@ import dpp
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.extended  # a selection compiled
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")  # two values, two rounds
 def test_the_selections_progress_bar_knows_its_total_from_the_start(monkeypatch):
     """The grid's fits and the refit are the bar's total before the first fit; without values
@@ -81,3 +82,12 @@ def test_help_says_what_dpp_is_its_groups_and_where_the_docs_are():
     for group, options in listed.items():
         files = {p.stem for p in (ROOT / "configs" / group).glob("*.yaml")}
         assert options == files, (group, options ^ files)
+
+
+def test_the_benchmark_page_is_what_the_committed_records_give():
+    """docs/benchmarks.md is generated from benchmarks/*/suite.json, never typed (issue 52)."""
+    out = subprocess.run(
+        [sys.executable, "scripts/benchmark_page.py", "--check"], capture_output=True,
+        text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -265,6 +265,7 @@ class _Oracle:
         return np.split(rows, np.cumsum(sets.set_sizes())[:-1])
 
 
+@pytest.mark.extended  # a 160-set fit
 def test_instance_proba_scores_each_vector_alone_and_ranks_witnesses_under_max_pooling():
     """Issue 53: ``instance_proba`` is ``predict_proba`` of every vector as a set of one (rows
     sum to 1); under max pooling, where the exact shares give every non-winning vector 0, it
