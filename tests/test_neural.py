@@ -291,9 +291,9 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
     sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))
     folds = [sets.subset(np.arange(0, 60)), sets.subset(np.arange(20, 80))]
     # a short training (8 epochs, patience 3): some members stop early, others do not
-    base = dpp.EmbeddedDPPClassifier(
+    base = dpp.EmbeddedDPPClassifier(  # no dropout: its masks amplify the vectorised rounding
         n_prototypes=4, embedding=(8,), pooling="max", batch_size=4, learning_rate=5e-3,
-        max_epochs=8, patience=3,
+        max_epochs=8, patience=3, dropout=0.0,
     )  # fmt: skip
     grid = [
         (fold, l2, seed) for fold in range(2) for l2 in (1e-2, 1.0) for seed in (0, 1)
