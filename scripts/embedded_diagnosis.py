@@ -7,7 +7,8 @@ set, gradient norms per parameter, and for the embedded DPP ``beta``, the embedd
 scale, the squared distance to the nearest prototype, the share of one-hot codes and the dead
 prototypes. Prints a table every few epochs and writes ``trace.json`` and ``trace.png``.
 
-    python scripts/embedded_diagnosis.py                                  # today's default
+    python scripts/embedded_diagnosis.py                                  # today's defaults
+    python scripts/embedded_diagnosis.py --embedded pooling=mean dropout=0.0   # before issue 52
     python scripts/embedded_diagnosis.py --epochs 40 --out outputs/diagnosis
     python scripts/embedded_diagnosis.py --embedded pooling=max dropout=0.5 # a remedy's fit
 
