@@ -170,6 +170,7 @@ def test_dpp_on_a_learned_embedding(problem, tmp_path):
         ({"embedding": (0,)}, r"embedding must be a non-empty list of positive integer"),
         ({"max_epochs": 0}, r"max_epochs must be"),
         ({"dropout": 1.0}, r"dropout must be"),
+        ({"normalize": "yes"}, r"normalize must be"),
     ):
         with pytest.raises(ValueError, match=message):
             dpp.EmbeddedDPPClassifier(**params).fit(X, y)

@@ -139,10 +139,7 @@ class InstancePredictions:
             sklearn.exceptions.NotFittedError: before ``fit``.
             ValueError: sets that :func:`prediction_sets` refuses (empty, NaN, wrong ``D``).
         """
-        if not hasattr(self, "n_features_in_"):
-            from sklearn.exceptions import NotFittedError  # noqa: PLC0415
-
-            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit first")
+        check_is_fitted(self, "n_features_in_")
         sets = prediction_sets(X, self)
         vectors = np.asarray(sets.member_vectors(), np.float64)
         singletons = (vectors, np.arange(vectors.shape[0]))  # each vector a set of its own

@@ -62,11 +62,12 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     training sets and a refit on all of them for the best number of epochs (the networks'
     procedure, :func:`~dpp.estimators.neural.train_with_early_stopping`).
 
-    The defaults (``K = 16``, the generalised mean, dropout 0.5) were decided on the suite
-    (issue 52, ``docs/benchmarks.md``): with mean pooling and no dropout, as it was introduced,
-    the fit memorised its training bags from the first epoch and trailed attention MIL by about
-    20 points on the digit bags; the generalised mean with dropout gained 17 points there and 4
-    on the witness tasks, and lost significantly on no family.
+    The defaults (``K = 16``, the generalised mean, dropout 0.5) are decided on the suite's
+    paired differences (``docs/benchmarks.md``): with mean pooling and no dropout the fit
+    memorises its training bags from the first epoch (``scripts/embedded_diagnosis.py``) and
+    trails attention MIL by about 20 points on the digit bags; the generalised mean with
+    dropout gains about 17 points there and 4 on the witness task, and is significantly worse
+    on no family.
 
     Args:
         n_prototypes: ``K``.

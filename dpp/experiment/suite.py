@@ -13,9 +13,9 @@ with its default selection and scored on the held-out one:
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
   fix the pooling; ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned
   embedding (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16, no dropout: the
-  embedded DPP before issue 52), ``dpp_embedded`` the class's defaults, and
+  class's former defaults), ``dpp_embedded`` the class's defaults, and
   ``dpp_embedded_{mean,max,gem}_dropout``, ``dpp_embedded_{max,gem}_dropout_normalized`` and
-  ``dpp_embedded_max_dropout_p40`` (patience 40 epochs) issue 52's remedies;
+  ``dpp_embedded_max_dropout_p40`` (patience 40 epochs) the remedies measured against them;
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -236,8 +236,9 @@ METHODS: dict[str, Callable] = {
     "dpp_seeds": _ensemble(("mean",), seeds=3),
     "dpp_embedded_mean": _embedded("mean", dropout=0.0),
     "dpp_embedded_max": _embedded("max", dropout=0.0),
-    # issue 52's remedies: dropout 0.5 after the embedding (the networks' own), with each
-    # pooling, and NetVLAD's normalisation before eq. (3); dpp_embedded: the class's defaults
+    # the remedies measured for the embedded DPP: dropout 0.5 after the embedding (the
+    # networks' own), with each pooling, and NetVLAD's normalisation before eq. (3);
+    # dpp_embedded: the class's defaults
     "dpp_embedded": _embedded(),
     "dpp_embedded_mean_dropout": _embedded("mean", dropout=0.5),
     "dpp_embedded_max_dropout": _embedded("max", dropout=0.5),
