@@ -295,3 +295,29 @@ def hold_out(labels: np.ndarray, fraction: float, seed: int, otherwise: str) -> 
             f"{otherwise}",
         )
     return HoldOut(*holdout_split(labels, fraction, seed), None)
+
+
+def round_folds(
+    labels: np.ndarray, fraction: float, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Folds that choose a prototype fit's rounds where :func:`hold_out` would hold out too few.
+
+    Under ``ceil(fraction * N) < MIN_VALIDATION_SETS`` a held-out share is too small to tell
+    the rounds apart (fewer than 46 training sets at 0.2), yet rounds run to ``tol`` overfit
+    small data: the codes saturate. Instead every set is held out once, in
+    ``round(1 / fraction)`` stratified folds (5 at 0.2, at least 2, at most 10;
+    :func:`cv_folds`), so the rounds are judged on all ``N`` sets.
+
+    Args:
+        labels: ``[N, C]`` (soft) labels of the training sets.
+        fraction: early stopping's share (> 0).
+        seed: random state of the folds.
+
+    Returns:
+        ``(fit, validation)`` index pairs, or ``None`` where :func:`hold_out` holds out enough
+        sets, or where ``N < MIN_VALIDATION_SETS`` (too few sets even in all).
+    """
+    n = np.asarray(labels).shape[0]
+    if fraction <= 0 or n < MIN_VALIDATION_SETS or np.ceil(fraction * n) >= MIN_VALIDATION_SETS:
+        return None
+    return cv_folds(labels, int(np.clip(round(1 / fraction), 2, 10)), seed)

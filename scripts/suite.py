@@ -48,6 +48,10 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=int, default=None, help="3 (--quick: 1)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--train-sets", type=int, default=None, metavar="N",
+        help="fit on N of each fold's training sets at most (small data; default: all)",
+    )  # fmt: skip
+    parser.add_argument(
         "--out", type=Path, nargs="+", default=[Path("outputs/suite")],
         help="the run folder (--compare, --decide: one or more)",
     )  # fmt: skip
@@ -86,7 +90,7 @@ def main(argv=None) -> int:
     try:
         run_suite(
             args.out, tasks, folds, args.seed, methods, args.resume, draws=draws,
-            n_jobs=args.n_jobs,
+            n_jobs=args.n_jobs, train_sets=args.train_sets,
         )  # fmt: skip
     except ConfigError as err:  # a refused folder or a bad name: one line, nothing written
         print(f"error: {err}", file=sys.stderr)

@@ -157,10 +157,13 @@ def test_verbose_shows_progress_in_a_session_without_logging(capsys, caplog):
         err = capsys.readouterr().err
         assert "deep_sets: early stopping skipped: 8 validation sets" in err
         assert "deep_sets: max_rounds in" in err
-        # issue 56: a verbose DPP fit says so too (40 sets: 8 would be held out)
+        # issue 56: a verbose DPP fit says what it does instead (40 sets: 8 would be held out)
         dpp.DPPClassifier(n_prototypes=2, max_rounds=2, verbose=True).fit(X, y)
         err = capsys.readouterr().err
-        assert "early stopping skipped: 8 validation sets (< 10); stopping by tol" in err
+        assert "early stopping by 5 folds: a held-out share of 8 sets would be too few" in err
+        dpp.DPPClassifier(n_prototypes=2, max_rounds=2, verbose=True).fit(X[:9], y[:9])
+        err = capsys.readouterr().err
+        assert "early stopping skipped: 2 validation sets (< 10); stopping by tol" in err
         base = dpp.StandardPrototypeClassifier(n_prototypes=2)
         grid = {"l2s": (1.0,), "cv": 2, "max_extensions": 0}
         dpp.DPPClassifierCV(base, verbose=True, **grid).fit(X, y)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
+from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold, train_test_split
 
 from dpp.datasets.base import Dataset
 from dpp.datasets.suite import (
@@ -246,6 +246,12 @@ METHODS: dict[str, Callable] = {
     "dpp_embedded_max_dropout_normalized": _embedded("max", dropout=0.5, normalize=True),
     "dpp_embedded_gem_dropout_normalized": _embedded("gem", dropout=0.5, normalize=True),
     "dpp_embedded_max_dropout_p40": _embedded("max", dropout=0.5, patience=40),
+    # a plain fit, no selection: the estimator's defaults (early stopping on 20 %, by folds on
+    # small data), and rounds by tol alone (what the default did under 46 training sets)
+    "dpp_plain": lambda k, seed: ESTIMATORS["dpp"](n_prototypes=k, random_state=seed),
+    "dpp_plain_tol": lambda k, seed: ESTIMATORS["dpp"](
+        n_prototypes=k, validation_fraction=0.0, random_state=seed
+    ),
     "standard": lambda k, seed: DPPClassifierCV(
         ESTIMATORS["standard"](n_prototypes=k, random_state=seed), l2s=L2S, cv=3
     ),
@@ -361,6 +367,7 @@ def run_task(
     skip: frozenset = frozenset(),
     draws: int = 1,
     n_jobs: int | None = None,
+    train_sets: int | None = None,
 ) -> list[dict]:
     """Every method on task ``name``, one record per (draw, fold, method).
 
@@ -377,6 +384,8 @@ def run_task(
         draws: data draws (draw 0 is the task's original data).
         n_jobs: fits at once in each selection (:class:`~dpp.DPPClassifierCV`); the records do
             not depend on it.
+        train_sets: fit on this many of each fold's training sets at most (a stratified draw,
+            :func:`cut_training`): small data; ``None``: all of them.
 
     Returns:
         Records with ``task``, ``draw``, ``fold``, ``method``, the metrics of
@@ -392,13 +401,15 @@ def run_task(
             continue
         sets = dataset.sets
         labels = np.asarray(sets.labels)
-        train_sets, test_sets = sets.subset(train), sets.subset(test)
+        if train_sets is not None:
+            train = cut_training(train, labels, train_sets, seed + DRAW_STRIDE * draw + fold)
+        fitted_sets, test_sets = sets.subset(train), sets.subset(test)
         for method in methods:
             estimator = make_method(method, k, seed + draw, n_jobs)
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FitWarning)  # statuses are recorded below
-                estimator.fit(train_sets)
+                estimator.fit(fitted_sets)
             seconds = time.perf_counter() - t0
             metrics = evaluate(estimator.predict_log_proba(test_sets), labels[test])
             record = {"task": name, "draw": draw, "fold": fold, "method": method, **metrics}
@@ -418,6 +429,33 @@ def run_task(
                 f"({selection_note(record)})"
             )
     return records
+
+
+def cut_training(train: np.ndarray, labels: np.ndarray, size: int, seed: int) -> np.ndarray:
+    """Sorted indices of ``size`` of the training sets ``train`` (all of them if fewer).
+
+    Stratified on the label's argmax where every class of ``train`` has two sets, else a plain
+    draw (:func:`sklearn.model_selection.train_test_split`, ``random_state=seed``).
+
+    Args:
+        train: ``[N]`` indices of a fold's training sets.
+        labels: ``[M, C]`` labels of every set of the task.
+        size: training sets kept (>= 2).
+        seed: random state of the draw.
+
+    Returns:
+        ``[min(size, N)]`` sorted indices, a subset of ``train``.
+    """
+    train = np.asarray(train)
+    if size >= train.size:
+        return train
+    strata = np.asarray(labels)[train].argmax(1)
+    counts = np.bincount(strata)
+    enough = counts[counts > 0].min() >= 2 and size >= np.sum(counts > 0)
+    kept, _ = train_test_split(
+        train, train_size=size, random_state=seed, stratify=strata if enough else None
+    )
+    return np.sort(kept)
 
 
 def _outer_folds(loader, folds: int, seed: int, draws: int = 1):
@@ -938,6 +976,7 @@ def run_suite(
     on_accepted: Callable[[], None] | None = None,
     draws: int = 1,
     n_jobs: int | None = None,
+    train_sets: int | None = None,
 ) -> dict:
     """Runs the suite into ``out``: ``suite.json``, ``suite.csv``, ``suite.md``, ``suite.png``.
 
@@ -966,6 +1005,8 @@ def run_suite(
         n_jobs: fits at once in each selection (``DPPClassifierCV(n_jobs)``: ``None`` or 1 one
             at a time, -1 every core); not part of the run's identity (the records do not
             depend on it), so a resume may change it.
+        train_sets: fit on this many of each fold's training sets at most (``None``: all);
+            part of the run's identity (``train_sets`` in ``suite.json``).
 
     Returns:
         The content of ``suite.json``.
@@ -982,6 +1023,8 @@ def run_suite(
     header = {"experiment": "suite", "tasks": tasks, "folds": int(folds), "seed": int(seed)}
     header["methods"] = methods
     header["draws"] = int(draws)
+    if train_sets is not None:  # absent from the runs on every training set
+        header["train_sets"] = int(train_sets)
     previous = _previous(path, header, resume)
     records = [] if previous is None else _kept_records(previous, header)
     done = {_unit(r) for r in records}
@@ -1016,7 +1059,10 @@ def run_suite(
                 log(
                     f"{task}: outer folds (draw, fold) {sorted(finished)} kept from the earlier run"
                 )
-            run_task(task, folds, seed, methods, log, recorder.keep, finished, int(draws), n_jobs)
+            run_task(
+                task, folds, seed, methods, log, recorder.keep, finished, int(draws), n_jobs,
+                train_sets,
+            )  # fmt: skip
         recorder.records.sort(
             key=lambda r: (
                 header["tasks"].index(r["task"]),
@@ -1053,7 +1099,8 @@ def _previous(path: Path, header: dict, resume: bool) -> dict | None:
     if not isinstance(previous, dict) or "records" not in previous:
         raise ConfigError(f"{path} is not a suite run this version can continue")
     recorded = {"draws": 1, **previous}  # a run from before draws had one
-    mismatch = [k for k in ("folds", "seed", "methods", "draws") if recorded.get(k) != header[k]]
+    keys = ("folds", "seed", "methods", "draws", "train_sets")
+    mismatch = [k for k in keys if recorded.get(k) != header.get(k)]
     if mismatch:
         raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
     header["tasks"] = list(dict.fromkeys([*previous["tasks"], *header["tasks"]]))

@@ -25,7 +25,7 @@ from dpp.likelihood import Params
 from dpp.model.fitted import FittedModel, fit_status, saturated_fraction
 from dpp.model.report import EarlyStopping, FitReport, PrototypeFacts
 from dpp.pooling import as_choice, exponent, make_pooling, resolved
-from dpp.selection import hold_out
+from dpp.selection import HoldOut, hold_out, round_folds
 from dpp.sets import Layout, RaggedSets
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
@@ -86,9 +86,13 @@ def fit_dpp(
             (stratified by the label's argmax, drawn from ``key``) is held out, the fit on the
             rest records the validation log-likelihood per round and stops after
             ``settings.patience`` rounds without improvement, and the model is then refitted on
-            all training sets for the best number of rounds. With fewer than
-            :data:`MIN_VALIDATION_SETS` validation sets it is skipped (said in
-            ``report.early_stopping``). 0 (default, as in the estimators) runs
+            all training sets for the best number of rounds. Where that would hold out fewer
+            than :data:`~dpp.selection.MIN_VALIDATION_SETS` sets, every set is held out once
+            instead, in ``round(1 / validation_fraction)`` folds
+            (:func:`dpp.selection.round_folds`), and the best round of their pooled validation
+            curve caps the refit (``report.early_stopping.source`` ``cross_validation``);
+            with fewer than that many sets in all it is skipped (said in
+            ``report.early_stopping``). 0 (the default here; the estimators hold out 0.2) runs
             to the tolerance or ``max_rounds``.
         start: warm start: a fitted DPP model whose prototypes, ``beta`` and ``Theta`` (mapped
             into this fit's internal units) replace ``centres``, the ``beta`` heuristic and
@@ -165,6 +169,14 @@ def fit_dpp(
             round_cap, normalizer, place,
         )  # fmt: skip
     result = jax.block_until_ready(result)
+    if verbose and early is not None and early.source == "cross_validation":
+        say(
+            logger,
+            "early stopping by %d folds: a held-out share of %d sets would be too few to tell "
+            "the rounds apart; round %d is the best on all %d sets held out once",
+            early.folds, int(np.ceil(validation_fraction * train.num_sets)), early.best,
+            early.validation_sets,
+        )  # fmt: skip
     if skipped and verbose:  # where verbose reaches: stderr in a plain session (issue 56)
         say(logger, "%s", skipped)
     elif skipped:
@@ -216,7 +228,12 @@ def _fit_on_one_layout(
         return result, early, skipped, padded
     split = _hold_out(train, fraction, key)
     skipped = split.skipped
-    if split.fit is not None:
+    folds = None if split.fit is not None else _round_folds(train, fraction, key)
+    if folds is not None:  # too few sets to hold some out: every set held out once
+        early = _rounds_by_folds(solve, params0, train, settings, key, folds, layout, cap)
+        early = dataclasses.replace(early, validation_fraction=fraction)
+        cap, skipped = jnp.int32(early.best), None
+    elif split.fit is not None:
         fit_idx, val_idx = split.fit, split.validation
         ordered = train.subset(np.concatenate([fit_idx, val_idx]))  # the held-out sets last
         # one shape for both orders: N, B and S only as large as the orders need
@@ -256,6 +273,83 @@ def _hold_out(train: RaggedSets, fraction: float, key):
         return hold_out(np.asarray(train.labels), fraction, 0, "stopping by tol")
     seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
     return hold_out(np.asarray(train.labels), fraction, seed, "stopping by tol")
+
+
+def _round_folds(train: RaggedSets, fraction: float, key):
+    """The folds of :func:`_rounds_by_folds` (:func:`dpp.selection.round_folds`), or ``None``."""
+    if fraction <= 0:
+        return None
+    seed = int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1))
+    return round_folds(np.asarray(train.labels), fraction, seed)
+
+
+def _rounds_by_folds(solve, params0, train, settings, key, folds, layout, cap) -> EarlyStopping:
+    """Early stopping on small data, on one layout: the best round of the folds' pooled curve.
+
+    Each fold's fit holds its sets out as weights on the one padded layout of ``train`` (one
+    compiled program for every fold and the refit); :func:`_pooled_folds` pools their curves.
+    """
+    weights = np.asarray(train.weights, np.float64)
+    records = []
+    for _, held in folds:
+        mask = np.zeros(train.num_sets, bool)
+        mask[held] = True
+        padded, validation = _two_weightings(
+            train, np.where(mask, 0.0, weights), np.where(mask, weights, 0.0), layout
+        )
+        result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
+        records.append(_early_record(result, int(held.size), source="cross_validation"))
+    return _pooled_folds(records, [weights[held].sum() for _, held in folds], settings)
+
+
+def _pooled_folds(records: list, totals: list, settings: FitSettings) -> EarlyStopping:
+    """One record of the folds' fits: their per-set validation curves pooled, the best round.
+
+    Each fold's curve (:func:`round_scores`) is weighted by its held-out sets' total weight, on
+    the rounds that every fold saw; a value that is not finite stays (the fit is ``failed``);
+    the first best round is the refit's cap.
+    """
+    scores, horizons = [], []
+    for record in records:
+        scores.append(round_scores(record, settings.max_rounds, settings.patience))
+        stopped_by_patience = record.monitored - record.best >= settings.patience
+        horizons.append(record.monitored if stopped_by_patience else settings.max_rounds)
+    monitored = min(horizons)
+    pooled = np.average(np.asarray(scores)[:, : monitored + 1], axis=0, weights=totals)
+    finite = np.where(np.isfinite(pooled), pooled, -np.inf)
+    return EarlyStopping(
+        "cross_validation",
+        best=int(np.argmax(finite)),
+        monitored=monitored,
+        validation_sets=int(sum(record.validation_sets for record in records)),
+        validation_history=tuple(float(h) if np.isfinite(h) else None for h in pooled),
+        folds=len(records),
+    )
+
+
+def round_scores(early: EarlyStopping, max_rounds: int, patience: int) -> np.ndarray:
+    """``[max_rounds + 1]`` validation log-likelihood per set after each round of one fit.
+
+    Of a fit monitored on validation sets (its ``early`` record): known up to its last round,
+    carried on to ``max_rounds`` when it stopped by ``tol`` or ``max_rounds`` (a fit run longer
+    stops there too), NaN after a stop by ``patience`` (rounds not seen).
+
+    Args:
+        early: the fit's :class:`~dpp.model.report.EarlyStopping` (``best``, ``monitored`` and
+            ``validation_history`` set).
+        max_rounds: the fit's round cap.
+        patience: the fit's patience, in rounds.
+
+    Returns:
+        ``[max_rounds + 1]`` float64 scores, nats per set.
+    """
+    history = np.asarray([np.nan if h is None else h for h in early.validation_history], np.float64)
+    last = early.monitored
+    scores = np.full(max_rounds + 1, np.nan)
+    scores[: last + 1] = history[: last + 1]
+    if last - early.best < patience:  # stopped by tol or max_rounds
+        scores[last + 1 :] = history[last]
+    return scores
 
 
 def _fit_apart(
@@ -347,10 +441,21 @@ def _internal_start(train, centres, settings, start, beta_scale, per_prototype_b
 def _validation_fraction_cap(solve, params0, train, settings, key, fraction, place):
     """``(early, cap, skipped)`` of early stopping on a held-out ``fraction`` of the sets.
 
+    On small data, folds instead (:func:`dpp.selection.round_folds`, :func:`_pooled_folds`).
+
     ``early`` is the record of :func:`_early_stopping` and ``cap`` its best round (``None``
     without early stopping); ``skipped`` says why it was skipped (too few validation sets).
     """
     split = _hold_out(train, fraction, key)
+    folds = None if split.fit is not None else _round_folds(train, fraction, key)
+    if folds is not None:  # too few sets to hold some out: every set held out once
+        records = [
+            _early_stopping(solve, params0, train, settings, key, HoldOut(fit, held, None), place)
+            for fit, held in folds
+        ]
+        weights = np.asarray(train.weights, np.float64)
+        early = _pooled_folds(records, [weights[held].sum() for _, held in folds], settings)
+        return dataclasses.replace(early, validation_fraction=fraction), jnp.int32(early.best), None
     if split.fit is None:
         return None, None, split.skipped
     early = _early_stopping(solve, params0, train, settings, key, split, place)
@@ -398,7 +503,9 @@ def finish_fit(
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
     saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
     source = None if early is None else early.source
-    cap = {"validation_fraction": early and early.best, "round_cap": early and early.round_cap}
+    best = early and early.best
+    cap = {"validation_fraction": best, "cross_validation": best}
+    cap["round_cap"] = early and early.round_cap
     status, reason = fit_status(result, saturated, mode, cap.get(source), source, early)
     rounds = int(result.num_rounds)
     history = np.asarray(result.history)[: rounds + 1]

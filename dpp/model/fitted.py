@@ -297,8 +297,9 @@ def fit_status(
         saturated_fraction: fraction of training vectors with saturated codes.
         mode: ``coordinate_ascent`` or ``joint``.
         round_cap: the number of rounds, chosen on held-out sets, the fit was capped at, if any.
-        cap_source: what chose ``round_cap``: ``validation_fraction`` (early stopping) or
-            ``round_cap`` (a cross-validation).
+        cap_source: what chose ``round_cap``: ``validation_fraction`` (early stopping),
+            ``cross_validation`` (early stopping's folds on small data) or ``round_cap`` (a
+            cross-validation of a selection).
         early: the fit's early-stopping record, if any.
 
     Returns:
@@ -317,6 +318,12 @@ def fit_status(
             "the gradients vanish: the fit stopped at hard assignments to its centres (eq. 1)"
         )
     if round_cap is not None and not bool(result.converged) and last == round_cap:
+        if cap_source == "cross_validation":
+            folds = early.folds if early is not None else None
+            return "early_stopped", (
+                f"stopped after round {last}, the best on the training sets held out in "
+                f"{folds} folds (too few sets to hold some out)"
+            )
         if cap_source == "round_cap":
             return "early_stopped", (
                 f"stopped after round {last}, the number of rounds chosen on held-out sets"

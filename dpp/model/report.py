@@ -66,7 +66,8 @@ class EarlyStopping:
 
     Attributes:
         source: ``validation_fraction`` (a held-out part of the training sets),
-            ``validation_sets`` (given held-out sets), ``round_cap`` (a number of rounds chosen
+            ``validation_sets`` (given held-out sets), ``cross_validation`` (every training set
+            held out once, in ``folds``: small data), ``round_cap`` (a number of rounds chosen
             by a cross-validation), or ``None`` when it did not run (``skipped`` says why).
         best: the best round or epoch on the validation sets (``None`` when not monitored).
         monitored: rounds or epochs run while monitoring.
@@ -76,6 +77,9 @@ class EarlyStopping:
             round or epoch (``None`` where not measured).
         round_cap: the cap a ``round_cap`` fit ran under.
         skipped: why it did not run (too few sets, or ``off``).
+        folds: ``source="cross_validation"``: the folds whose held-out sets chose the rounds
+            (small data, :func:`dpp.selection.round_folds`); ``validation_history`` is then
+            pooled over them and ``validation_sets`` counts every set once.
         unit: ``round`` (DPP's coordinate ascent) or ``epoch`` (Adam-trained networks).
     """
 
@@ -87,6 +91,7 @@ class EarlyStopping:
     validation_history: tuple[float | None, ...] = ()
     round_cap: int | None = None
     skipped: str | None = None
+    folds: int | None = None
     unit: str = "round"
 
     def to_dict(self) -> dict:
@@ -102,6 +107,7 @@ class EarlyStopping:
             "validation_fraction": self.validation_fraction,
             "round_cap": self.round_cap,
             "skipped": self.skipped,
+            "folds": self.folds,
         }
         return _drop_none(d)
 
@@ -119,6 +125,7 @@ class EarlyStopping:
             validation_history=_floats(d.get("validation_history") or ()),
             round_cap=None if d.get("round_cap") is None else int(d["round_cap"]),
             skipped=d.get("skipped"),
+            folds=None if d.get("folds") is None else int(d["folds"]),
             unit=unit,
         )
 
