@@ -107,6 +107,30 @@ def warnings_attributed_to(location: tuple[str, int, dict] | None):
         _ATTRIBUTED.location = previous
 
 
+_RECORDED = threading.local()
+
+
+@contextlib.contextmanager
+def statuses_recorded():
+    """In this thread, a fit that does not end clean issues no :class:`FitWarning`.
+
+    For the fits of a search whose caller records each fit's status and warns about what it
+    returns (:class:`dpp.DPPClassifierCV`: a candidate's fold fits are rows of
+    ``cv_results_``, the chosen candidate's and the refit's statuses its own warnings). Nests.
+    """
+    previous = getattr(_RECORDED, "on", False)
+    _RECORDED.on = True
+    try:
+        yield
+    finally:
+        _RECORDED.on = previous
+
+
+def recording_statuses() -> bool:
+    """Whether this thread runs inside :func:`statuses_recorded`."""
+    return getattr(_RECORDED, "on", False)
+
+
 class RunInterrupted(BaseException):
     """The run received SIGTERM or SIGINT (a ``BaseException``, like ``KeyboardInterrupt``)."""
 

@@ -102,8 +102,9 @@ def test_n_jobs_changes_no_bit_of_a_selection():
                 warnings.simplefilter("always")
                 search = DPPClassifierCV(base, n_jobs=n_jobs, **grid, **options).fit(data.sets)
             searches.append(search)
-            # a fold fit's FitWarning names this line, from a worker thread too (not joblib's)
-            assert {w.filename for w in caught if w.category is FitWarning} == {__file__}
+            # a FitWarning names this line, from a worker thread too (not joblib's); the fold
+            # fits' statuses are rows of cv_results_, the chosen candidates' are warnings
+            assert {w.filename for w in caught if w.category is FitWarning} <= {__file__}
             # one program per K whatever the poolings (0 where an earlier fit compiled it)
             assert counter.programs("coordinate_ascent") <= 2, counter.names
         one, two = searches

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import re
 import time
+from collections import Counter
 from pathlib import Path
 from typing import ClassVar, NamedTuple
 
@@ -17,6 +19,7 @@ from dpp import params as check
 from dpp.errors import (
     NonFiniteResultError,
     caller_location,
+    statuses_recorded,
     warn_caller,
     warnings_attributed_to,
 )
@@ -33,6 +36,8 @@ from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
 from dpp.estimators.neural import fit_together
 from dpp.metrics import weighted_score
+from dpp.model.fit import round_scores
+from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS, simplicity
 from dpp.selection import EDGES, choose_on_path, cv_splits, edge_message
 from dpp.sets import Layout, RaggedSets
@@ -245,8 +250,13 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             selection, is bit for bit the same with any ``n_jobs``.
         verbose: a progress bar over the fits (candidates x folds, the grid's extensions and
             the refits; ``tqdm``, on stderr) and a closing line with the choice, its
-            validation score and the class prior's. The fits' own ``verbose`` is the
-            estimator's.
+            validation score, the class prior's and how many candidates' fold fits did not
+            end clean. The fits' own ``verbose`` is the estimator's.
+
+    Warnings: a candidate's fold fit that does not end clean is a row of ``cv_results_``, not
+    a warning (the search chose around it); the chosen candidates' are
+    :class:`~dpp.errors.FitWarning` s, once per status, naming the candidate by its grid values
+    (:func:`warn_unclean_choice`), as is a refit that does not end clean.
 
     Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
     layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
@@ -358,10 +368,18 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             "; ".join(f"{m['name']}: {m['params']}" for m in members)
             if members else f"{self.best_params_}"
         )  # fmt: skip
-        return (
+        statuses = [
+            v for k, v in self.cv_results_.items() if re.fullmatch(r"split\d+_fit_status", k)
+        ]
+        unclean = Counter(str(s) for fold in statuses for s in fold if s not in CLEAN_STATUSES)
+        line = (
             f"chose {chosen} ({self.best_position_}); validation {self.scoring} "
             f"{self.best_score_:.4f} against the class prior's {self.prior_score_:.4f}"
         )
+        if unclean:
+            counts = ", ".join(f"{status} {n}" for status, n in sorted(unclean.items()))
+            line += f"; candidates' fold fits not clean: {counts} (cv_results_['fit_status'])"
+        return line
 
     def _search(self, search, base, candidates, by_round, sets, classes) -> None:
         """:meth:`fit` once the folds are drawn: scores, grows, chooses and refits."""
@@ -401,6 +419,8 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             self.best_score_ = float(np.mean(per_round[:, self.best_rounds_]))
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.best_estimator_ = _refit(base, best_key, self.best_rounds_, sets, search, classes)
+        owner = type(self).__name__
+        warn_unclean_choice(owner, best_key, search.statuses[best_key], self.best_estimator_)
         self.classes_ = classes
         self.n_features_in_ = self.best_estimator_.n_features_in_
 
@@ -440,6 +460,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             rounds = search.rounds.get(key) if search.by_round else None
             name = _member_name(member)
             fitted.append((name, _refit(base, key, rounds, sets, search, classes)))
+            warn_unclean_choice(type(self).__name__, key, search.statuses[key], fitted[-1][1])
             self.members_.append({
                 "name": name, "params": {**key[0].params(), "l2": key[1]}, "rounds": rounds,
                 "score": float(search.scores[key].mean()), "position": position,
@@ -778,11 +799,14 @@ class _Search:
         for l2 in path:
             t0 = time.perf_counter()
             est.set_params(l2=float(l2 * self.shrink[f]))
+            with statuses_recorded():  # a row of cv_results_; the chosen candidate's: a warning
+                if self.by_round:
+                    est.fit(part, validation_sets=held, **self.fit_params)
+                else:
+                    est.fit(part, **self.fit_params)
             if self.by_round:
-                est.fit(part, validation_sets=held, **self.fit_params)
                 value = _scores_by_round(est)
             else:
-                est.fit(part, **self.fit_params)
                 value = weighted_score(
                     est.predict_log_proba(held), held.labels, held.weights, self.scoring
                 )
@@ -937,18 +961,12 @@ class _Search:
 def _scores_by_round(estimator: DPPClassifier) -> np.ndarray:
     """``[max_rounds + 1]`` validation log-likelihood per set after each round.
 
-    Of a fit with ``validation_sets``: known up to its last round, carried on to ``max_rounds``
-    when it stopped by ``tol`` (a fit capped later stops there too), NaN after a stop by
-    ``patience``.
+    Of a fit with ``validation_sets`` (:func:`dpp.model.fit.round_scores`): known up to its
+    last round, carried on to ``max_rounds`` when it stopped by ``tol`` (a fit capped later
+    stops there too), NaN after a stop by ``patience``.
     """
     early = estimator.fit_report_.early_stopping
-    history = np.asarray(early.validation_history, np.float64)
-    last = early.monitored
-    scores = np.full(estimator.max_rounds + 1, np.nan)
-    scores[: last + 1] = history
-    if last - early.best < estimator.patience:  # stopped by tol or max_rounds
-        scores[last + 1 :] = history[-1]
-    return scores
+    return round_scores(early, estimator.max_rounds, estimator.patience)
 
 
 def _prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
@@ -1005,13 +1023,55 @@ def _refit(base, key: tuple, rounds, sets, search: _Search, classes):
     if key[0].embedding is not None:
         est.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
         fit_params = {}
-    if rounds is not None:
-        est.fit(sets, round_cap=rounds, **fit_params)
-    else:
-        est.fit(sets, **fit_params)
+    with statuses_recorded():  # said by the search, naming the candidate (warn_unclean_choice)
+        if rounds is not None:
+            est.fit(sets, round_cap=rounds, **fit_params)
+        else:
+            est.fit(sets, **fit_params)
     search.done()
     est.classes_ = classes
     return est
+
+
+def warn_unclean_choice(owner: str, key: tuple, statuses: list, refit) -> None:
+    """:class:`~dpp.errors.FitWarning` s for a chosen candidate whose fits did not end clean.
+
+    One per status of its fold fits that is not clean (its score came from them), and one for
+    its refit on every training set; each names the candidate by its grid values (pooling,
+    ``K``, embedding, ``l2``), not by the settings the search gave its fits. The other
+    candidates' statuses are rows of ``cv_results_`` (``split<i>_fit_status``,
+    ``fit_status``), not warnings: the search chose around them.
+
+    Args:
+        owner: the search's class name.
+        key: ``(Group, l2)`` of the chosen candidate.
+        statuses: its fold fits' statuses.
+        refit: the fitted refit (its ``fit_report_``).
+    """
+    name = candidate_name(key)
+    for status, count in Counter(s for s in statuses if s not in CLEAN_STATUSES).items():
+        warn_caller(
+            f"{owner}: the chosen candidate ({name}) ended {status} in {count} of "
+            f"{len(statuses)} fold fits, whose scores chose it (cv_results_['split<i>_fit_status'])"
+        )
+    report = refit.fit_report_
+    if not report.clean:
+        warn_caller(
+            f"{owner}: the refit of the chosen candidate ({name}) ended {report.status}: "
+            f"{report.reason}"
+        )
+
+
+def candidate_name(key: tuple) -> str:
+    """``pooling='max', n_prototypes=4, l2=0.1``: a candidate ``(Group, l2)`` by its grid values.
+
+    Floats as the shortest form that reads back (``%g``), as a user writes a grid.
+    """
+    group, l2 = key
+    params = {**group.params(), "l2": l2}
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items()
+    )
 
 
 def _position(values: list[float], chosen: float) -> str:
