@@ -8,7 +8,13 @@
 An example is a ```python block; its expected output is the plain ``` block that follows when
 the paragraph between them starts with "prints". Each example runs in a fresh interpreter in a
 temporary directory (files it saves land there), so the README's outputs cannot drift from the
-code (tests/test_readme.py runs the check).
+code (tests/test_readme.py runs the check). An example also fails the check when
+
+* it prints a warning (any ``...Warning:`` line on stderr: a ``FitWarning``, a
+  ``DeprecationWarning``) that its code does not name in a ``# expected warning: Category``
+  comment: a documented example shows everything it prints;
+* its "prints" paragraph does not say how long it takes (``prints in about N s on 2 cores``;
+  ``--update`` writes the time measured, on whatever machine runs it: run it on 2 cores).
 """
 
 import argparse
@@ -26,6 +32,17 @@ README = REPO / "README.md"
 PAGES = (README, *sorted((REPO / "docs").glob("*.md")))
 _BLOCK = re.compile(r"```python\n(?P<code>.*?)```\n(?P<between>.*?)(?=```)", re.S)
 _OUTPUT = re.compile(r"```\n(?P<output>.*?)```", re.S)
+#: A warning as Python prints it: ``file:line: Category: message``.
+_WARNING = re.compile(r"^.*?:\d+: (?P<category>\w*Warning): (?P<message>.*)$", re.M)
+_EXPECTED = re.compile(r"#\s*expected warning:\s*(?P<category>\w+)")
+#: The time an example states: ``prints in about 45 s on 2 cores``.
+_TIME = re.compile(r"prints(?: in about (?P<seconds>\d+) s on 2 cores)?")
+
+
+def unexpected_warnings(stderr: str, code: str) -> list[str]:
+    """The warnings on ``stderr`` whose category ``code`` does not expect, as printed."""
+    expected = set(_EXPECTED.findall(code))
+    return [m[0] for m in _WARNING.finditer(stderr) if m["category"] not in expected]
 
 
 def examples(text: str) -> list[dict]:
@@ -38,6 +55,12 @@ def examples(text: str) -> list[dict]:
             if output is not None:
                 example["output"] = output["output"]
                 example["span"] = output.span("output")
+                start = (
+                    match.start("between") + len(match["between"]) - len(match["between"].lstrip())
+                )
+                stated = _TIME.match(text, start)
+                example["time_span"] = stated.span()
+                example["stated"] = stated["seconds"] and int(stated["seconds"])
         found.append(example)
     return found
 
@@ -56,24 +79,41 @@ def run_example(code: str) -> tuple[str, str, float]:
 
 
 def check_page(path: Path, update: bool) -> int:
-    """Runs one page's examples; returns how many printed outputs differ from the page's."""
+    """Runs one page's examples; returns how many fail (an output, a warning, no stated time).
+
+    With ``update``, the outputs and the times measured are written into the page (a warning
+    still fails: it is fixed in the code, not in the page).
+    """
     text = path.read_text()
-    drifted, replacements = 0, []
+    failed, warnings_printed, replacements = 0, 0, []
     path = path.resolve()
     if path == README:
         name = "the README"
     else:
         name = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
     for example in examples(text):
-        stdout, _, seconds = run_example(example["code"])
+        stdout, stderr, seconds = run_example(example["code"])
         where = f"{path.name}:{example['line']}"
+        warned = unexpected_warnings(stderr, example["code"])
+        if warned:
+            failed += 1
+            warnings_printed += 1
+            print(f"{where}: printed {len(warned)} warning(s) the page does not show:")
+            print("\n".join(f"    {line}" for line in warned))
         if "output" not in example:
             print(f"{where}: ran in {seconds:.1f} s (no printed output to check)")
             continue
+        measured = max(1, round(seconds))
+        if update and example["stated"] != measured:
+            replacements.append((example["time_span"], f"prints in about {measured} s on 2 cores"))
+        elif example["stated"] is None:
+            failed += 1
+            print(f"{where}: the page does not say how long it takes (ran {seconds:.1f} s)")
         if stdout == example["output"]:
-            print(f"{where}: output as printed in {name} ({seconds:.1f} s)")
+            stated = example["stated"]
+            print(f"{where}: output as printed in {name} ({seconds:.1f} s; stated {stated} s)")
             continue
-        drifted += 1
+        failed += 1
         replacements.append((example["span"], stdout))
         print(f"{where}: the output differs from {name} ({seconds:.1f} s):")
         diff = difflib.unified_diff(
@@ -81,12 +121,11 @@ def check_page(path: Path, update: bool) -> int:
         )
         print("\n".join(diff))
     if update and replacements:
-        for (start, end), stdout in sorted(replacements, reverse=True):
-            text = text[:start] + stdout + text[end:]
+        for (start, end), new in sorted(replacements, reverse=True):
+            text = text[:start] + new + text[end:]
         path.write_text(text)
-        print(f"wrote {len(replacements)} output(s) into {path}")
-        return 0
-    return drifted
+        print(f"wrote {len(replacements)} output(s) and time(s) into {path}")
+    return warnings_printed if update else failed
 
 
 def main() -> int:

@@ -79,6 +79,15 @@ def test_a_dataset_without_a_paper_k_fits_the_estimators_default_k(dataset, tmp_
     assert _compose(["experiment=synthetic"]).model.n_prototypes == 2  # the paper's K stays
 
 
+def test_the_synthetic_table_pins_the_papers_rounds_and_the_plain_run_fits_the_default():
+    """Issue 56: the plain fit's default chooses its rounds on folds of small data; the paper's
+    synthetic table (experiment=synthetic) keeps rounds by tol, and says so; the plain run fits
+    what DPPClassifier() fits."""
+    assert _compose(["experiment=synthetic"]).model.validation_fraction == 0.0
+    plain = trial_settings(_compose([])).methods["dpp"]
+    assert plain.validation_fraction == ESTIMATORS["dpp"]().validation_fraction == 0.2
+
+
 @pytest.mark.parametrize("experiment", _group_options("experiment"))
 def test_every_experiment_config_composes_and_resolves(experiment):
     cfg = _compose([f"experiment={experiment}"])

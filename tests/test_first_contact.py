@@ -193,3 +193,23 @@ def test_a_selection_warns_about_what_it_returns_not_the_candidates_it_passed_ov
     pattern = r"the chosen candidate \(n_prototypes=4, pooling='mean', l2=1\) ended saturated "
     assert re.search(pattern + r"in \d of 5 fold fits", message), message
     assert "validation_fraction" not in message and "0.8" not in message
+
+
+def test_pooled_lr_on_separable_sets_says_why_its_c_lies_at_the_edge_instead_of_warning(caplog):
+    """Issue 56: the README's run logged a warning that C = 1e5 lies at the weakest edge, on
+    sets whose pooled means separate the classes: there no finite C is best, and the log says
+    that. Where held-out sets are misclassified, the edge stays a FitWarning."""
+    import logging
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(5, 2)) + 3 * (i % 2) for i in range(20)]
+    y = np.arange(20) % 2
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO, "dpp"):
+        warnings.simplefilter("always")
+        clf = dpp.PoolingClassifier().fit(X, y)
+    assert clf.C_position_ == "weakest edge" and not caught
+    assert "separable in these features" in caplog.text
+    flipped = np.where(np.arange(20) < 4, 1 - y, y)  # four sets mislabelled: not separable
+    with pytest.warns(dpp.FitWarning, match="weakest edge"):
+        dpp.PoolingClassifier(Cs=(1e-4, 1e-3), max_extensions=0).fit(X, flipped)

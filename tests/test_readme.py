@@ -46,8 +46,29 @@ def test_the_checker_finds_a_drifted_output(tmp_path):
     args = [sys.executable, "scripts/readme_examples.py", "--readme", str(readme)]
     proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "-old" in proc.stdout and "+new" in proc.stdout
+    assert "does not say how long it takes" in proc.stdout
     assert subprocess.run([*args, "--update"], cwd=REPO, capture_output=True).returncode == 0
     assert "```\nnew\n```" in readme.read_text()
+    assert "prints in about 1 s on 2 cores\n" in readme.read_text()  # the time measured
+    assert subprocess.run(args, cwd=REPO, capture_output=True).returncode == 0
+
+
+def test_the_checker_fails_an_example_that_prints_a_warning_it_does_not_expect(tmp_path):
+    """Issue 56: a documented example shows everything it prints; a warning on stderr fails
+    the check unless the code names it in an ``# expected warning:`` comment."""
+    from readme_examples import unexpected_warnings
+
+    warn = 'import warnings\nwarnings.warn("careful", UserWarning)\nprint("ok")\n'
+    readme = tmp_path / "README.md"
+    readme.write_text(f"```python\n{warn}```\n\nprints in about 1 s on 2 cores\n\n```\nok\n```\n")
+    args = [sys.executable, "scripts/readme_examples.py", "--readme", str(readme)]
+    proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "UserWarning: careful" in proc.stdout
+    assert unexpected_warnings("<string>:2: UserWarning: careful\n", warn) == [
+        "<string>:2: UserWarning: careful"
+    ]
+    expected = "# expected warning: UserWarning\n" + warn
+    assert unexpected_warnings("<string>:3: UserWarning: careful\n", expected) == []
 
 
 def test_import_dpp_gives_every_module_the_readme_names():

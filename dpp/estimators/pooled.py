@@ -15,6 +15,7 @@ Both save and load through the model file (:mod:`dpp.model_file`) like every est
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -46,6 +47,8 @@ from dpp.model import CSelection, FitReport, FittedModel
 from dpp.selection import EDGES, MAX_EXTENSIONS, choose_on_path, cv_splits, edge_message
 from dpp.sets import RaggedSets
 from dpp.units import Affine, Normalizer
+
+logger = logging.getLogger(__name__)
 
 
 class PooledLogisticClassifier(InstancePredictions, FitReportView, ClassifierMixin, BaseEstimator):
@@ -139,8 +142,19 @@ class PooledLogisticClassifier(InstancePredictions, FitReportView, ClassifierMix
         )
         self.C_ = 1.0 / choice.values[choice.best]
         self.C_position_ = choice.position
-        if choice.position in EDGES:  # values are strengths 1 / C: say it in C
-            in_c = choice._replace(values=[1.0 / v for v in choice.values])
+        in_c = choice._replace(values=[1.0 / v for v in choice.values])
+        separable = choice.position == "weakest edge" and all(
+            np.all(head.fit(self.C_).log_proba(features[val]).argmax(1) == labels[val].argmax(1))
+            for head, (_, val) in zip(heads, folds, strict=True)
+        )
+        if separable:  # the edge is the answer: no finite C is best, the fit is not in doubt
+            logger.info(
+                "%s: C = %.3g, the weakest scored: every fold's held-out sets are classified "
+                "without error there, so the classes are separable in these features and a "
+                "weaker penalty only sharpens the probabilities (C_position_ %r)",
+                type(self).__name__, self.C_, choice.position,
+            )  # fmt: skip
+        elif choice.position in EDGES:  # values are strengths 1 / C: say it in C
             warn_caller(edge_message(type(self).__name__, "C", in_c, self.max_extensions))
         self.Cs_added_ = [1.0 / s for s in choice.added]
         self.cv_results_ = {
