@@ -62,6 +62,20 @@ SECTIONS = (
                   ("dpp_embedded_gem_dropout", "attention_mil")],
         "decision": None,
     },
+    {
+        "title": "Issue 56: a plain fit on small data",
+        "folders": ("small_data_20", "small_data_40"),
+        "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
+        "(a stratified draw; 2-core CPU): a plain `DPPClassifier()`, whose early stopping "
+        "holds every set out once in 5 folds where a 20 % share would be under 10 sets "
+        "(`dpp_plain`), against the rounds run to `tol` that it fitted before "
+        "(`dpp_plain_tol`, `validation_fraction=0`). From 46 training sets on the two are the "
+        "same fit. The two cuts are different units (other training sets): their records pool "
+        "into one table per cut below, and the decision pools both.",
+        "pairs": [("dpp_plain", "dpp_plain_tol")],
+        "decision": (("dpp_plain",), "dpp_plain_tol"),
+        "separate": True,
+    },
 )  # fmt: skip
 
 
@@ -69,7 +83,9 @@ def _command(header: dict, folder: str) -> str:
     return (
         f"python scripts/suite.py --tasks {' '.join(header['tasks'])} --methods "
         f"{' '.join(header['methods'])} --draws {header['draws']} --folds {header['folds']} "
-        f"--seed {header['seed']} --out benchmarks/{folder}"
+        f"--seed {header['seed']}"
+        + (f" --train-sets {header['train_sets']}" if "train_sets" in header else "")
+        + f" --out benchmarks/{folder}"
     )
 
 
@@ -101,8 +117,11 @@ def page() -> str:
         runs = [json.loads(p.read_text()) for p in runs if p.is_file()]
         if not runs:
             continue
-        records = _pooled([r["records"] for r in runs])
         lines += ["", f"## {section['title']}", "", section["purpose"], ""]
+        if section.get("separate"):  # runs of different units: one table each, pooled after
+            lines += _separate(section, runs)
+            continue
+        records = _pooled([r["records"] for r in runs])
         for folder, run in zip(section["folders"], runs, strict=False):
             lines += [f"- `{_command(run, folder)}`: {run.get('status')}, "
                       f"{len(run['records'])} fits"]  # fmt: skip
@@ -113,6 +132,29 @@ def page() -> str:
         if section["decision"] is not None:
             lines += ["", "The decision:", "", decision_table(records, *section["decision"])]
     return "\n".join(lines) + "\n"
+
+
+def _separate(section: dict, runs: list[dict]) -> list[str]:
+    """A section whose runs hold different units (other training sets): each run's command,
+    table and comparisons, then the comparisons and the decision over every run's units (a
+    unit is then one (run, task, draw, fold): :func:`dpp.experiment.suite.paired_differences`).
+    """
+    lines, tagged = [], []
+    for folder, run in zip(section["folders"], runs, strict=False):
+        records = [{**r, "run": folder} for r in run["records"]]
+        tagged += records
+        lines += ["", f"### `{folder}`", "", f"- `{_command(run, folder)}`: {run.get('status')}, "
+                  f"{len(records)} fits", "", summary_table(run["records"])]  # fmt: skip
+        for a, b in section["pairs"]:
+            for metric in ("accuracy", "test_log_likelihood"):
+                lines += ["", compare_table(records, a, b, metric)]
+    lines += ["", "### Every run's units", ""]
+    for a, b in section["pairs"]:
+        for metric in ("accuracy", "test_log_likelihood"):
+            lines += ["", compare_table(tagged, a, b, metric)]
+    if section["decision"] is not None:
+        lines += ["", "The decision:", "", decision_table(tagged, *section["decision"])]
+    return lines
 
 
 def main(argv=None) -> int:
