@@ -172,3 +172,19 @@ def test_verbose_shows_progress_in_a_session_without_logging(capsys, caplog):
         assert "against the class prior's -0.6931" in err
         dpp.DPPClassifierCV(base, **grid).fit(X, y)  # quiet by default
         assert capsys.readouterr().err == ""
+
+
+def test_an_epoch_limit_is_max_epochs_and_old_files_read_so():
+    """Issue 56: a fit trained by epochs that hit its cap said max_rounds; it says max_epochs,
+    and a report written before (unit epoch, status max_rounds) reads as max_epochs. A round
+    cap stays max_rounds."""
+    from dpp.model import EarlyStopping, FitReport, epoch_status
+
+    history = (-0.7, -0.6, -0.5, -0.4, -0.3, -0.2)
+    rising = EarlyStopping("validation_fraction", 5, 5, 10, None, history, unit="epoch")
+    assert epoch_status(rising, None, max_epochs=5)[0] == "max_epochs"
+    assert epoch_status(None, "early stopping skipped", max_epochs=5)[0] == "max_epochs"
+    old = {"schema": 2, "status": "max_rounds", "reason": "r", "rounds": 5, "unit": "epoch"}
+    assert FitReport.from_dict("attention_mil", old).status == "max_epochs"
+    rounds = {**old, "unit": "round"}
+    assert FitReport.from_dict("dpp", rounds).status == "max_rounds"

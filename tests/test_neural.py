@@ -67,7 +67,7 @@ def test_the_networks_classify_any_labels_and_ignore_vector_order(problem, fitte
     shuffled = [x[rng.permutation(len(x))] for x in X_test]
     np.testing.assert_allclose(est.predict_proba(shuffled), proba, rtol=1e-4, atol=1e-6)
     report = est.fit_report_
-    assert report.status in ("early_stopped", "max_rounds") and report.unit == "epoch"
+    assert report.status in ("early_stopped", "max_epochs") and report.unit == "epoch"
     early = report.early_stopping
     assert early.validation_sets == 16 and early.best == report.rounds
     history = np.asarray(early.validation_history)
@@ -119,11 +119,11 @@ def test_a_fit_that_ran_out_of_epochs_is_a_fit_warning(problem):
     with pytest.warns(
         FitWarning,
         match=r"AttentionMILClassifier\(.*max_epochs=2.*\): fit "
-        r"max_rounds: the validation log-likelihood was still rising",
+        r"max_epochs: the validation log-likelihood was still rising",
     ) as caught:
         est = dpp.AttentionMILClassifier(**{**SMALL, "max_epochs": 2, "learning_rate": 1e-2})
         est.fit(X, y)
-    assert caught[0].filename == __file__ and est.fit_report_.status == "max_rounds"
+    assert caught[0].filename == __file__ and est.fit_report_.status == "max_epochs"
 
 
 def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, tmp_path):

@@ -224,7 +224,7 @@ def epoch_status(
 
     DPP on an embedding and the networks (:func:`~dpp.estimators.neural.train_with_early_stopping`):
     ``failed`` (a held-out value that is not finite, :func:`first_non_finite`), ``stalled``
-    (no epoch beat the untrained start: the refit is its start), ``max_rounds`` (still rising at
+    (no epoch beat the untrained start: the refit is its start), ``max_epochs`` (still rising at
     ``max_epochs``, or no early stopping), else ``early_stopped``.
 
     Args:
@@ -236,7 +236,7 @@ def epoch_status(
         ``(status, reason)`` with ``status`` in :data:`STATUSES`.
     """
     if early is None:
-        return "max_rounds", skipped or (
+        return "max_epochs", skipped or (
             f"early stopping off (validation_fraction = 0): trained for max_epochs = "
             f"{max_epochs} epochs"
         )
@@ -255,7 +255,7 @@ def epoch_status(
             "(inputs on a small scale? standardize=True)"
         )
     if best == max_epochs:
-        return "max_rounds", (
+        return "max_epochs", (
             f"the validation log-likelihood was still rising at max_epochs = {max_epochs}; "
             "refitted for that many epochs"
         )

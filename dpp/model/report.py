@@ -22,10 +22,13 @@ from typing import Any
 
 #: Fit statuses, for every method: only ``converged`` and ``early_stopped`` are clean; the others
 #: are warnings (the estimators log them and raise :class:`dpp.errors.FitWarning`).
-#: ``max_rounds`` is any iteration cap reached while the objective still improved (rounds,
-#: epochs, or a logistic regression's ``max_iter``); ``failed``: the training diverged (a
+#: ``max_rounds`` is a cap of rounds (or a logistic regression's ``max_iter``) reached while the
+#: objective still improved, ``max_epochs`` the same for a fit trained by Adam epochs (DPP on
+#: an embedding, the networks: ``unit`` ``epoch``); ``failed``: the training diverged (a
 #: network's validation log-likelihood became NaN or infinite), its reason names the epoch.
-STATUSES = ("converged", "early_stopped", "max_rounds", "stalled", "saturated", "failed")
+STATUSES = (
+    "converged", "early_stopped", "max_rounds", "max_epochs", "stalled", "saturated", "failed"
+)  # fmt: skip
 #: Statuses of a fit that met its stopping rule (the others are logged as warnings).
 CLEAN_STATUSES = ("converged", "early_stopped")
 #: The version of :meth:`FitReport.to_dict`'s form: 2, nested sub-reports (1, never written as
@@ -355,11 +358,13 @@ class FitReport:
             "infoloss": InfoLossFacts.from_dict,
             "selection": CSelection.from_dict,
         }
-        status = info.get("status")
+        status = _OLD_STATUSES.get(info.get("status"), info.get("status"))
+        if unit == "epoch" and status == "max_rounds":  # written before epochs had their own
+            status = "max_epochs"
         prior = info.get("prior")
         return cls(
             method=method,
-            status=_OLD_STATUSES.get(status, status),
+            status=status,
             reason=info.get("reason") or "",
             rounds=int(info.get("rounds") or 0),
             unit=unit,
