@@ -227,9 +227,9 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             after the chosen round (``round_cap``; status ``early_stopped`` when ``L`` was
             still rising). This replaces the estimator's own ``validation_fraction``. It
             treats the rounds that overfit as what they are: on the suite's witness tasks the
-            codes saturate within a few rounds and the held-out log-likelihood falls (README,
-            "A suite of set tasks"). Needs ``scoring="log_likelihood"``; ignored for the other
-            estimators.
+            codes saturate within a few rounds and the held-out log-likelihood falls
+            (docs/defaults.md, "A suite of set tasks"). Needs ``scoring="log_likelihood"``;
+            ignored for the other estimators.
         rule: what the candidates' scores give: ``ensemble`` (the default: each member's best
             candidate, a member being a pooling (and an embedding) with its ``K``, ``l2`` and
             rounds chosen among its own candidates; the members are refitted and their class
@@ -242,7 +242,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             ``best_score_`` is that corrected score). ``ensemble`` was decided on the suite's
             broad benchmark: +1.2 ± 0.4 accuracy points over ``best`` on 210 paired units
             (Wilcoxon p = 0.006) and +7.8 ± 0.8 over the paper's mean pooling, worse on no task
-            family (docs, "Choosing the default selection").
+            family (docs/defaults.md, "Choosing the default selection").
         n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
             core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
             order when it warm-starts) and run in joblib threads (the compiled programs release
