@@ -26,7 +26,6 @@ from __future__ import annotations
 import importlib as _importlib
 import importlib.abc as _abc
 import importlib.util as _util
-import os as _os
 import sys as _sys
 import warnings as _warnings
 
@@ -66,7 +65,7 @@ _PUBLIC = {
     "load": "dpp.estimators.io",
     "RaggedSets": "dpp.sets",
     "one_hot": "dpp.sets",
-    "use_compilation_cache": "dpp.experiment.compilation",
+    "use_compilation_cache": "dpp.solvers.cache",
 }
 
 #: Modules that moved, by their old name: importing the old name gives the new module with a
@@ -136,8 +135,14 @@ def lazy_attribute(package: str, name: str):
     raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
+_CACHE_READ = []  # whether $DPP_COMPILATION_CACHE was read in this process
+
+
 def __getattr__(name: str):
     if name in _PUBLIC:
+        if not _CACHE_READ:  # the first name used from dpp: the persistent cache, on by default
+            _CACHE_READ.append(True)
+            _importlib.import_module("dpp.solvers.cache").cache_from_environment()
         value = getattr(_importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
         return value
@@ -151,8 +156,3 @@ def __dir__():
 
 
 __all__ = sorted(_PUBLIC)
-
-# $DPP_COMPILATION_CACHE (a directory, or 1 for the command line's): the persistent compilation
-# cache for this process, as dpp.use_compilation_cache() turns it on
-if _os.environ.get("DPP_COMPILATION_CACHE", "").strip() not in ("", "0"):
-    _importlib.import_module("dpp.experiment.compilation").cache_from_environment()

@@ -26,7 +26,7 @@ from dpp import load
 from dpp.datasets.base import default_cache_dir
 from dpp.datasets.sets_file import read_sets
 from dpp.errors import DataError, ModelFileError
-from dpp.experiment.compilation import enable_persistent_cache
+from dpp.solvers.cache import enable_persistent_cache
 
 
 def main(argv=None) -> int:

@@ -1,5 +1,10 @@
-"""Strict test configuration: rank promotion raises, an `rng` fixture, float64 where asked."""
+"""Strict test configuration: rank promotion raises, an `rng` fixture, float64 where asked.
 
+The persistent compilation cache, on by default for Python users, is off here and in every
+process a test starts (``DPP_COMPILATION_CACHE=0``, inherited): no test depends on a warm cache.
+"""
+
+import os
 from pathlib import Path
 
 import jax
@@ -9,6 +14,7 @@ import pytest
 from dpp.sets import RaggedSets, one_hot
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
+os.environ["DPP_COMPILATION_CACHE"] = "0"
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 

@@ -8,6 +8,7 @@ pooling candidates run one coordinate-ascent program (the pooling's kind as data
 
 import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -164,12 +165,14 @@ print(json.dumps({"dir": jax.config.jax_compilation_cache_dir,
 """
 
 
-def _child(env_value: str | None) -> dict:
+def _child(env_value: str | None, xdg: Path) -> dict:
     import os
     import subprocess
     import sys
 
-    env = {k: v for k, v in os.environ.items() if k != "DPP_COMPILATION_CACHE"}
+    drop = ("DPP_COMPILATION_CACHE", "DPP_CACHE_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["XDG_CACHE_HOME"] = str(xdg)  # the per-user default, here a temporary folder
     if env_value is not None:
         env["DPP_COMPILATION_CACHE"] = env_value
     out = subprocess.run(
@@ -178,29 +181,43 @@ def _child(env_value: str | None) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-@pytest.mark.extended  # three fresh processes, each compiling or loading a fit: about 25 s
-def test_a_second_process_loads_the_fit_from_the_cache_that_dpp_compilation_cache_names(
-    tmp_path,
-):
-    """``DPP_COMPILATION_CACHE`` turns JAX's persistent cache on at ``import dpp``: the first
-    process compiles coordinate ascent, the second loads it; unset, nothing is cached."""
-    first, second = _child(str(tmp_path)), _child(str(tmp_path))
-    assert first["dir"] == second["dir"] == str(tmp_path.resolve())
+@pytest.mark.extended  # five fresh processes, each compiling or loading a fit: about 40 s
+def test_a_second_process_loads_the_fit_from_the_persistent_cache_on_by_default(tmp_path):
+    """Issue 54: without any opt-in, a Python process keeps its programs in the per-user cache
+    (``$XDG_CACHE_HOME/dpp/jax``) and the next one loads them; ``DPP_COMPILATION_CACHE`` names
+    another folder, and ``0`` turns it off."""
+    xdg = tmp_path / "xdg"
+    first, second = _child(None, xdg), _child(None, xdg)
+    assert first["dir"] == second["dir"] == str((xdg / "dpp" / "jax").resolve())
     assert (first["compiled"], first["loaded"]) == (1, 0)
     assert (second["compiled"], second["loaded"]) == (0, 1)
-    off = _child(None)
+    there = _child(str(tmp_path / "there"), xdg)  # another folder: compiled anew there
+    assert there["dir"] == str((tmp_path / "there").resolve()) and there["compiled"] == 1
+    off = _child("0", xdg)
     assert not off["dir"] and (off["compiled"], off["loaded"]) == (1, 0)
 
 
-def test_use_compilation_cache_defaults_to_the_command_lines_directory(monkeypatch, tmp_path):
-    """The Python switch and the CLI's ``compilation_cache`` name the same directory."""
+def test_the_python_cache_defaults_to_a_per_user_folder_and_the_variable_turns_it_off(
+    monkeypatch, tmp_path
+):
+    """``$DPP_CACHE_DIR/jax`` where set (the command line's folder too), else
+    ``$XDG_CACHE_HOME/dpp/jax``; ``DPP_COMPILATION_CACHE``: unset or 1 on, 0 or off off, else
+    a folder."""
     from dpp.experiment import compilation
+    from dpp.solvers import cache
 
+    monkeypatch.delenv("DPP_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    user = tmp_path / "xdg" / "dpp" / "jax"
+    assert cache.user_compilation_cache() == user
     monkeypatch.setenv("DPP_CACHE_DIR", str(tmp_path))
+    assert cache.user_compilation_cache() == compilation.default_compilation_cache()
     assert compilation.default_compilation_cache() == tmp_path / "jax"
+    monkeypatch.delenv("DPP_CACHE_DIR")
     calls = []
-    monkeypatch.setattr(compilation, "enable_persistent_cache", lambda d: calls.append(d) or d)
-    for value, expected in (("", None), ("0", None), ("1", tmp_path / "jax"), ("/x/y", "/x/y")):
-        monkeypatch.setenv(compilation.CACHE_ENV, value)
-        assert compilation.cache_from_environment() == expected
-    assert calls == [tmp_path / "jax", "/x/y"]
+    monkeypatch.setattr(cache, "enable_persistent_cache", lambda d: calls.append(d) or d)
+    cases = (("", user), ("1", user), ("0", None), ("off", None), ("/x/y", "/x/y"))
+    for value, expected in cases:
+        monkeypatch.setenv(cache.CACHE_ENV, value)
+        assert cache.cache_from_environment() == expected
+    assert calls == [user, user, None, None, "/x/y"]

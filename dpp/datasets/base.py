@@ -10,10 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from dpp.sets import RaggedSets
+from dpp.solvers.cache import CACHE_DIR_ENV
 
 #: Environment variables naming the data directory and the feature cache directory.
 DATA_DIR_ENV = "DPP_DATA_DIR"
-CACHE_DIR_ENV = "DPP_CACHE_DIR"
 _REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -11,12 +11,20 @@ benchmarks (``scripts/bench.py --cv``) and the run logs.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from pathlib import Path
 
-import jax
 from jax import monitoring
+
+from dpp.solvers.cache import (  # noqa: F401 (re-exported: their home before)
+    CACHE_ENV,
+    MAX_CACHE_BYTES,
+    MIN_COMPILE_SECONDS,
+    cache_from_environment,
+    enable_persistent_cache,
+    use_compilation_cache,
+    user_compilation_cache,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -24,38 +32,6 @@ logger = logging.getLogger(__name__)
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 #: JAX's monitoring event of a program found in the persistent cache.
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-#: Programs that took less than this to compile are not written to the persistent cache.
-MIN_COMPILE_SECONDS = 0.1
-
-
-def enable_persistent_cache(directory: str | Path | None) -> Path | None:
-    """Turns on JAX's persistent compilation cache in ``directory`` (``None``: leaves it off).
-
-    Programs that compiled for at least :data:`MIN_COMPILE_SECONDS` are stored there and loaded
-    instead of compiled by later processes with the same JAX version, backend and program. The
-    cache is keyed by JAX itself, so a stale entry is never used; deleting the directory is
-    always safe.
-
-    Args:
-        directory: cache directory (created if absent), or ``None`` to do nothing.
-
-    Returns:
-        The directory as an absolute path, or ``None``.
-    """
-    if directory is None or str(directory) == "":
-        return None
-    path = Path(directory).expanduser().resolve()
-    path.mkdir(parents=True, exist_ok=True)
-    jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    logger.debug("JAX persistent compilation cache in %s", path)
-    return path
-
-
-#: The environment variable that turns the persistent cache on at ``import dpp``: a directory,
-#: or ``1`` for :func:`default_compilation_cache` (``0`` or empty: off).
-CACHE_ENV = "DPP_COMPILATION_CACHE"
 
 
 def default_compilation_cache() -> Path:
@@ -63,40 +39,6 @@ def default_compilation_cache() -> Path:
     from dpp.datasets.base import default_cache_dir
 
     return Path(default_cache_dir()) / "jax"
-
-
-def use_compilation_cache(directory: str | Path | None = None) -> Path:
-    """Turns on JAX's persistent compilation cache for this process (Python users' switch).
-
-    What the command line does for its runs (``compilation_cache``): the programs this process
-    compiles (a fit's coordinate ascent, a selection's...) are stored in ``directory`` and
-    loaded, not compiled, by every later process, so a second script's ``DPPClassifierCV()``
-    compiles no coordinate-ascent program. Call it before the first fit; setting the
-    environment variable ``DPP_COMPILATION_CACHE`` (a directory, or ``1`` for the default) does
-    the same at ``import dpp``. Deleting the directory is always safe.
-
-    Args:
-        directory: where the programs go; ``None``: :func:`default_compilation_cache`, the
-            command line's.
-
-    Returns:
-        The directory, absolute.
-    """
-    path = enable_persistent_cache(default_compilation_cache() if directory is None else directory)
-    assert path is not None  # a directory was given
-    return path
-
-
-def cache_from_environment() -> Path | None:
-    """:func:`use_compilation_cache` as ``$DPP_COMPILATION_CACHE`` asks (``import dpp`` calls it).
-
-    Returns:
-        The directory, or ``None`` when the variable is unset, empty or ``0``.
-    """
-    value = os.environ.get(CACHE_ENV, "").strip()
-    if value in ("", "0"):
-        return None
-    return use_compilation_cache(None if value == "1" else value)
 
 
 class CompileCounter:

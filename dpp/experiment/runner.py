@@ -31,7 +31,6 @@ import dpp.experiment.config_store  # noqa: F401  (registers the model/optimizer
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
 from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
 from dpp.experiment import discovery, plots, run_folder, tracking
-from dpp.experiment.compilation import enable_persistent_cache
 from dpp.experiment.config_check import check_config
 from dpp.experiment.protocol import Trial, run_trial
 from dpp.experiment.reporting import (
@@ -46,6 +45,7 @@ from dpp.experiment.suite import check_suite, run_suite
 from dpp.experiment.tables import REPORTS
 from dpp.model import CLEAN_STATUSES, FitReport
 from dpp.sharding import initialize_distributed
+from dpp.solvers.cache import enable_persistent_cache
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,114 @@
+"""JAX's persistent compilation cache: on by default for Python users, in a per-user folder.
+
+Compiling dominates small fits; the programs one process compiles are stored on disk and loaded,
+not compiled, by the next (:func:`enable_persistent_cache`). ``dpp`` turns the cache on at the
+first name used from it (:func:`cache_from_environment`), in :func:`user_compilation_cache`,
+unless ``DPP_COMPILATION_CACHE=0``; the command line uses its own ``compilation_cache``
+(:mod:`dpp.experiment.compilation`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import jax
+
+logger = logging.getLogger(__name__)
+
+#: The environment variable of dpp's cache folder (features, compiled programs).
+CACHE_DIR_ENV = "DPP_CACHE_DIR"
+#: Programs that took less than this to compile are not written to the persistent cache.
+MIN_COMPILE_SECONDS = 0.1
+
+
+#: The persistent cache's size cap: JAX evicts the least recently used programs past it.
+MAX_CACHE_BYTES = 2 * 2**30
+
+
+def enable_persistent_cache(directory: str | Path | None) -> Path | None:
+    """Turns JAX's persistent compilation cache on in ``directory``, or off for ``None``.
+
+    Programs that compiled for at least :data:`MIN_COMPILE_SECONDS` are stored there and loaded
+    instead of compiled by later processes with the same JAX version, backend and program, up to
+    :data:`MAX_CACHE_BYTES` (the least recently used evicted past it). The cache is keyed by JAX
+    itself, so a stale entry is never used; deleting the directory is always safe. Takes effect
+    for the programs compiled after the call.
+
+    Args:
+        directory: cache directory (created if absent); ``None`` or ``""``: off.
+
+    Returns:
+        The directory as an absolute path, or ``None`` (off).
+    """
+    from jax.experimental.compilation_cache import compilation_cache
+
+    if directory is None or str(directory) == "":
+        jax.config.update("jax_compilation_cache_dir", None)
+        compilation_cache.reset_cache()
+        logger.debug("JAX persistent compilation cache off")
+        return None
+    path = Path(directory).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
+    compilation_cache.reset_cache()  # the next compilation reads the setting anew
+    logger.debug("JAX persistent compilation cache in %s", path)
+    return path
+
+
+#: The environment variable of the Python users' persistent cache, read at the first name used
+#: from ``dpp``: unset, empty or ``1``: on, in :func:`user_compilation_cache`; ``0`` or
+#: ``off``: off; anything else: that directory.
+CACHE_ENV = "DPP_COMPILATION_CACHE"
+
+
+def user_compilation_cache() -> Path:
+    """The Python users' cache: ``$DPP_CACHE_DIR/jax``, else ``$XDG_CACHE_HOME/dpp/jax``.
+
+    ``$XDG_CACHE_HOME`` defaults to ``~/.cache`` (a per-user folder, as PyTorch's compiler and
+    Triton keep theirs); with ``$DPP_CACHE_DIR`` set it is the command line's directory too.
+    """
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV]).expanduser() / "jax"
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "dpp" / "jax"
+
+
+def use_compilation_cache(directory: str | Path | None = None) -> Path:
+    """Turns on JAX's persistent compilation cache for this process in ``directory``.
+
+    On by default for Python users (:func:`cache_from_environment`, at the first name used from
+    ``dpp``): call this to choose another directory, before the first fit. The programs
+    this process compiles (a fit's coordinate ascent, a selection's...) are stored there and
+    loaded, not compiled, by every later process, so a second script's ``DPPClassifierCV()``
+    compiles no coordinate-ascent program. Deleting the directory is always safe.
+
+    Args:
+        directory: where the programs go; ``None``: :func:`user_compilation_cache`.
+
+    Returns:
+        The directory, absolute.
+    """
+    path = enable_persistent_cache(user_compilation_cache() if directory is None else directory)
+    assert path is not None  # a directory was given
+    return path
+
+
+def cache_from_environment() -> Path | None:
+    """The persistent cache as ``$DPP_COMPILATION_CACHE`` says (:data:`CACHE_ENV`); on by default.
+
+    Called once, at the first name used from ``dpp`` (``dpp.DPPClassifier``, ...), so that a
+    second Python process fits without compiling what the first compiled. Tests and CI set
+    ``DPP_COMPILATION_CACHE=0``.
+
+    Returns:
+        The directory, or ``None`` when the variable says ``0`` or ``off``.
+    """
+    value = os.environ.get(CACHE_ENV, "").strip()
+    if value.lower() in ("0", "off", "false", "no"):
+        return enable_persistent_cache(None)
+    return use_compilation_cache(None if value in ("", "1") else value)
