@@ -159,12 +159,18 @@ def edge_message(owner: str, name: str, choice: PathChoice, max_extensions: int)
 
 
 def _next_value(values: list[float], strongest: bool) -> float | None:
-    """One geometric step beyond the strongest or weakest value (``None``: cannot go on)."""
+    """One geometric step beyond the strongest or weakest value (``None``: cannot go on).
+
+    Rounded to 12 significant digits, so that a step of 10 below ``1e-5`` is ``1e-06`` as a
+    user writes it, not ``1.0000000000000002e-06``.
+    """
     if strongest:
         edge, inner = values[0], values[1] if len(values) > 1 else 0.0
-        return edge * (edge / inner if inner > 0 else 10.0) if edge > 0 else None
-    edge, inner = values[-1], values[-2] if len(values) > 1 else 0.0
-    return edge / (inner / edge if edge > 0 and inner > 0 else 10.0) if edge > 0 else None
+        step = edge * (edge / inner if inner > 0 else 10.0) if edge > 0 else None
+    else:
+        edge, inner = values[-1], values[-2] if len(values) > 1 else 0.0
+        step = edge / (inner / edge if edge > 0 and inner > 0 else 10.0) if edge > 0 else None
+    return None if step is None else float(f"{step:.12g}")
 
 
 def choose_on_path(

@@ -46,6 +46,16 @@ with the largest difference of each batched member from its fit alone.
 ``--stopping``: rounds, fit seconds (compiled), held-out log-likelihood and accuracy of DPP
 under several stopping rules, on generated problems.
 
+``--latency`` (issue 54): what a user waits for on small data, each case cold and then warm in
+two fresh processes that share nothing but the persistent compilation cache, on by default
+(a temporary ``$XDG_CACHE_HOME``): the README example (``DPPClassifierCV(DPPClassifier(
+n_prototypes=4))`` on 150 sets of 2-13 vectors in 5-D, predictions on 50 and then 5 new sets, a
+second selection on 150 other sets of the same kind, and ``AttentionMILClassifier()`` on the
+first sets in the same process), and a 10-fold loop of ``DPPClassifierCV()`` over a generated
+multiple-instance problem (100 bags of 5-30 vectors in 10-D). Per step: programs compiled, their
+compile seconds, the step's seconds; the selection's ratio to attention MIL's fit, and the warm
+process's to the cold one's.
+
 ``--scene``: encode the whole Indian Pines scene, every one of its 21,025 pixels as the set of its
 window's spectra (shared-pool layout, K = 50 by default), for several window sizes: the number
 of memberships T grows with the window while the pool U stays 21,025; the compiled program's
@@ -526,6 +536,96 @@ def cache_child(args) -> None:
     )
 
 
+def latency(args) -> None:
+    """``--latency``: the README example and a 10-fold loop, cold then warm, in fresh processes."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as home:
+        drop = ("DPP_COMPILATION_CACHE", "DPP_CACHE_DIR")
+        env = {k: v for k, v in os.environ.items() if k not in drop}
+        env["XDG_CACHE_HOME"] = home  # the default per-user cache, empty at first
+        runs = {}
+        for case in ("readme", "folds"):
+            for label in ("cold", "warm"):
+                out = subprocess.run(
+                    [sys.executable, __file__, "--latency-child", case],
+                    env=env, check=True, capture_output=True, text=True,
+                ).stdout  # fmt: skip
+                runs[case, label] = json.loads(out.strip().splitlines()[-1])
+    print("| case | step | cold: programs / compile s / s | warm: programs / compile s / s |")
+    print("|---|---|---|---|")
+    for case in ("readme", "folds"):
+        for step in runs[case, "cold"]:
+            cells = [
+                "{programs} / {compile_s:.1f} / {seconds:.1f}".format(**runs[case, label][step])
+                for label in ("cold", "warm")
+            ]
+            print(f"| {case} | {step} | {cells[0]} | {cells[1]} |")
+    for label in ("cold", "warm"):
+        r = runs["readme", label]
+        ratio = r["selection"]["seconds"] / r["attention_mil_fit"]["seconds"]
+        print(f"{label}: the README selection takes {ratio:.2f}x one attention-MIL fit")
+    for case, step in (("readme", "selection"), ("folds", "10 folds")):
+        cold, warm = (runs[case, label][step]["seconds"] for label in ("cold", "warm"))
+        print(f"{case} {step}: the second process takes {warm / cold:.2f}x the first's time")
+
+
+def latency_child(case: str) -> None:
+    """One process of ``--latency``: each step's programs compiled, compile and wall seconds."""
+    import json
+    import warnings
+
+    import numpy as np
+
+    import dpp
+    from dpp.datasets.suite import make_witness
+    from dpp.experiment.compilation import CompileCounter
+
+    warnings.simplefilter("ignore")
+    steps = {}
+
+    def step(name, work):
+        start = time.perf_counter()
+        with CompileCounter() as counter:
+            result = work()
+        compiled = [d for d, hit in zip(counter.durations, counter.loaded, strict=True) if not hit]
+        steps[name] = {
+            "programs": len(compiled), "compile_s": sum(compiled),
+            "seconds": time.perf_counter() - start,
+        }  # fmt: skip
+        return result
+
+    if case == "readme":
+        rng = np.random.default_rng(0)
+        X = [rng.normal(size=(rng.integers(2, 14), 5)) + (i % 2) for i in range(200)]
+        y = np.where(np.arange(200) % 2, "dog", "cat")
+        other = np.random.default_rng(1)
+        X2 = [other.normal(size=(other.integers(2, 14), 5)) + (i % 2) for i in range(150)]
+        make = lambda: dpp.DPPClassifierCV(dpp.DPPClassifier(n_prototypes=4))  # noqa: E731
+        clf = step("selection", lambda: make().fit(X[:150], y[:150]))
+        step("predict 50 sets", lambda: clf.predict(X[150:]))
+        step("predict 5 sets", lambda: clf.predict(X[150:155]))
+        step("second selection", lambda: make().fit(X2, y[:150]))
+        step("attention_mil_fit", lambda: dpp.AttentionMILClassifier().fit(X[:150], y[:150]))
+    else:
+        from sklearn.model_selection import StratifiedKFold
+
+        sets = make_witness(num_sets=100, dim=10, min_size=5, max_size=30, seed=0).sets
+        labels = np.asarray(sets.labels).argmax(1)
+        folds = StratifiedKFold(10, shuffle=True, random_state=0).split(labels, labels)
+
+        def loop():
+            for train, test in folds:
+                dpp.DPPClassifierCV().fit(sets.subset(train)).predict(sets.subset(test))
+
+        step("10 folds", loop)
+    print(json.dumps(steps))
+
+
 def together(args) -> None:
     """A selection's Adam-trained fits one by one, batched in turn and vectorised (issue 34)."""
     import warnings
@@ -821,6 +921,8 @@ def main() -> None:
     parser.add_argument("--cache", action="store_true", help="persistent cache: cold, then warm")
     parser.add_argument("--jobs", action="store_true", help="12 fits: threads against processes")
     parser.add_argument("--cache-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--latency", action="store_true", help="a first fit: cold, then warm")
+    parser.add_argument("--latency-child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--stopping", action="store_true", help="cost of the stopping rules")
     parser.add_argument("--scale", action="store_true", help="T = 1e5, 1e6, 1e7: time, memory")
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6, 1e7])
@@ -846,6 +948,10 @@ def main() -> None:
         jobs(args)
     elif args.cache_child:
         cache_child(args)
+    elif args.latency:
+        latency(args)
+    elif args.latency_child is not None:
+        latency_child(args.latency_child)
     elif args.peer:
         peer(args)
     elif args.together:

@@ -213,3 +213,29 @@ def test_pooled_lr_on_separable_sets_says_why_its_c_lies_at_the_edge_instead_of_
     flipped = np.where(np.arange(20) < 4, 1 - y, y)  # four sets mislabelled: not separable
     with pytest.warns(dpp.FitWarning, match="weakest edge"):
         dpp.PoolingClassifier(Cs=(1e-4, 1e-3), max_extensions=0).fit(X, flipped)
+
+
+def test_a_grid_extended_past_its_edge_holds_the_values_a_user_writes():
+    """Issue 53: an extension step of 10 below 1e-5 printed as 1.0000000000000002e-06."""
+    from dpp.selection import choose_on_path
+
+    choice = choose_on_path([1e-3, 1e-4, 1e-5], [0.0, 1.0, 2.0], lambda v: -np.log10(v), 3)
+    assert choice.added == [1e-06, 1e-07, 1e-08]
+    assert [repr(v) for v in choice.values[-3:]] == ["1e-06", "1e-07", "1e-08"]
+
+
+@pytest.mark.extended  # a selection over three poolings compiled: about 40 s
+@pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
+def test_an_attribute_the_default_ensemble_lacks_says_where_to_find_it():
+    """Issue 53: a bare AttributeError named only the attribute."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(int(rng.integers(2, 6)), 3)) + (i % 2) for i in range(20)]
+    y = np.arange(20) % 2
+    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=1)
+    search = dpp.DPPClassifierCV(base, l2s=(0.1,), cv=2, max_extensions=0).fit(X, y)
+    where = r"named_estimators_\['mean'\]\.prototypes_.*rule='best'"
+    with pytest.raises(AttributeError, match=where):
+        search.prototypes_  # noqa: B018
+    with pytest.raises(AttributeError, match="'DPPClassifierCV' object has no attribute 'weights'"):
+        search.weights  # noqa: B018
+    assert search.classes_.tolist() == [0, 1]  # its own attributes, and the refit's, as before

@@ -221,3 +221,18 @@ def test_the_python_cache_defaults_to_a_per_user_folder_and_the_variable_turns_i
         monkeypatch.setenv(cache.CACHE_ENV, value)
         assert cache.cache_from_environment() == expected
     assert calls == [user, user, None, None, "/x/y"]
+
+
+def test_the_cache_is_pruned_to_its_cap_least_recently_used_first(tmp_path):
+    """Issue 54: a cache folder past its cap loses its least recently used files first."""
+    import os
+
+    from dpp.solvers.cache import prune_cache
+
+    for i in range(5):
+        path = tmp_path / f"entry{i}"
+        path.write_bytes(b"x" * 100)
+        os.utime(path, (1000 + i, 1000 + i))  # entry0 the least recently used
+    assert prune_cache(tmp_path, max_bytes=300) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry2", "entry3", "entry4"]
+    assert prune_cache(tmp_path, max_bytes=300) == 0

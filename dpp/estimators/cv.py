@@ -596,9 +596,28 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
 
     def __getattr__(self, name):
         # fitted attributes of the refitted estimator (prototypes_, beta_, theta_, model_, ...)
-        if name.endswith("_") and not name.startswith("__") and "best_estimator_" in self.__dict__:
-            return getattr(self.__dict__["best_estimator_"], name)
-        raise AttributeError(name)
+        best = self.__dict__.get("best_estimator_")
+        if name.endswith("_") and not name.startswith("__") and best is not None:
+            try:
+                return getattr(best, name)
+            except AttributeError:
+                pass
+            members = self.__dict__.get("members_")
+            if members:  # the default ensemble: the attribute is its members'
+                names = ", ".join(m["name"] for m in members)
+                raise AttributeError(
+                    f"{type(self).__name__} (rule='ensemble') refitted an ensemble of {names}, "
+                    f"which has no single {name!r}: read it from a member, "
+                    f"best_estimator_.named_estimators_[{members[0]['name']!r}].{name}, or "
+                    "select one model with rule='best'"
+                ) from None
+            raise AttributeError(
+                f"{type(self).__name__}'s refitted {type(best).__name__} has no attribute {name!r}"
+            ) from None
+        raise AttributeError(
+            f"{type(self).__name__!r} object has no attribute {name!r}"
+            + ("" if best is not None else " (not fitted yet?)" if name.endswith("_") else "")
+        )
 
     def _best(self):
         check_is_fitted(self, "best_estimator_")

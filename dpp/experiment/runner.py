@@ -45,7 +45,7 @@ from dpp.experiment.suite import check_suite, run_suite
 from dpp.experiment.tables import REPORTS
 from dpp.model import CLEAN_STATUSES, FitReport
 from dpp.sharding import initialize_distributed
-from dpp.solvers.cache import enable_persistent_cache
+from dpp.solvers.cache import enable_persistent_cache, off_by_environment
 
 logger = logging.getLogger(__name__)
 
@@ -202,7 +202,7 @@ def _run_suite(cfg: DictConfig, out: Path) -> dict:
     suite = cfg.suite
     draws = int(suite.get("draws", 1))
     check_suite(suite.tasks, suite.methods, suite.folds, draws)  # before any folder is touched
-    enable_persistent_cache(cfg.get("compilation_cache"))
+    enable_persistent_cache(None if off_by_environment() else cfg.get("compilation_cache"))
 
     def accepted() -> None:  # a refused run leaves the folder as it was
         run_folder.accept_logs()
@@ -475,7 +475,7 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         )  # fmt: skip
         return accepted.previous
     out.mkdir(parents=True, exist_ok=True)
-    enable_persistent_cache(cfg.get("compilation_cache"))
+    enable_persistent_cache(None if off_by_environment() else cfg.get("compilation_cache"))
     run_folder.record(out, accepted, launch)
     for note in accepted.notes:
         logger.info("resuming %s: %s", out, note)

@@ -23,18 +23,56 @@ CACHE_DIR_ENV = "DPP_CACHE_DIR"
 MIN_COMPILE_SECONDS = 0.1
 
 
-#: The persistent cache's size cap: JAX evicts the least recently used programs past it.
+#: The persistent cache's size cap: past it, the least recently used programs are deleted when
+#: a process turns the cache on (:func:`prune_cache`).
 MAX_CACHE_BYTES = 2 * 2**30
+
+
+def prune_cache(path: Path, max_bytes: int = MAX_CACHE_BYTES) -> int:
+    """Deletes the least recently used files of a cache folder until it holds ``max_bytes``.
+
+    Once per process, when the cache is turned on: not JAX's own size cap
+    (``jax_compilation_cache_max_size``), which reads a timestamp file beside every entry on
+    every write and stops writing at all once a folder holds an entry without one (written by a
+    process without the cap: an older dpp, the command line, JAX used directly). Files that
+    vanish meanwhile (another process pruning) are skipped.
+
+    Args:
+        path: the cache folder.
+        max_bytes: the size to stay under.
+
+    Returns:
+        The number of files deleted.
+    """
+    entries = []
+    for entry in path.iterdir():
+        try:
+            stat = entry.stat()
+        except FileNotFoundError:
+            continue
+        if entry.is_file():
+            entries.append((max(stat.st_atime, stat.st_mtime), stat.st_size, entry))
+    total = sum(size for _, size, _ in entries)
+    deleted = 0
+    for _, size, entry in sorted(entries):  # the least recently used first
+        if total <= max_bytes:
+            break
+        entry.unlink(missing_ok=True)
+        total -= size
+        deleted += 1
+    if deleted:
+        logger.info("compilation cache %s: %d least recently used files deleted", path, deleted)
+    return deleted
 
 
 def enable_persistent_cache(directory: str | Path | None) -> Path | None:
     """Turns JAX's persistent compilation cache on in ``directory``, or off for ``None``.
 
     Programs that compiled for at least :data:`MIN_COMPILE_SECONDS` are stored there and loaded
-    instead of compiled by later processes with the same JAX version, backend and program, up to
-    :data:`MAX_CACHE_BYTES` (the least recently used evicted past it). The cache is keyed by JAX
-    itself, so a stale entry is never used; deleting the directory is always safe. Takes effect
-    for the programs compiled after the call.
+    instead of compiled by later processes with the same JAX version, backend and program; past
+    :data:`MAX_CACHE_BYTES` the least recently used are deleted now (:func:`prune_cache`). The
+    cache is keyed by JAX itself, so a stale entry is never used; deleting the directory is
+    always safe. Takes effect for the programs compiled after the call.
 
     Args:
         directory: cache directory (created if absent); ``None`` or ``""``: off.
@@ -54,7 +92,7 @@ def enable_persistent_cache(directory: str | Path | None) -> Path | None:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    jax.config.update("jax_compilation_cache_max_size", MAX_CACHE_BYTES)
+    prune_cache(path)
     compilation_cache.reset_cache()  # the next compilation reads the setting anew
     logger.debug("JAX persistent compilation cache in %s", path)
     return path
@@ -98,6 +136,14 @@ def use_compilation_cache(directory: str | Path | None = None) -> Path:
     return path
 
 
+def off_by_environment() -> bool:
+    """Whether ``$DPP_COMPILATION_CACHE`` turns the cache off (``0``, ``off``, ``false``, ``no``).
+
+    The one switch for every process: the command line's ``compilation_cache`` gives way to it.
+    """
+    return os.environ.get(CACHE_ENV, "").strip().lower() in ("0", "off", "false", "no")
+
+
 def cache_from_environment() -> Path | None:
     """The persistent cache as ``$DPP_COMPILATION_CACHE`` says (:data:`CACHE_ENV`); on by default.
 
@@ -109,6 +155,6 @@ def cache_from_environment() -> Path | None:
         The directory, or ``None`` when the variable says ``0`` or ``off``.
     """
     value = os.environ.get(CACHE_ENV, "").strip()
-    if value.lower() in ("0", "off", "false", "no"):
+    if off_by_environment():
         return enable_persistent_cache(None)
     return use_compilation_cache(None if value in ("", "1") else value)
