@@ -156,7 +156,7 @@ def test_verbose_shows_progress_in_a_session_without_logging(capsys, caplog):
         dpp.DeepSetsClassifier(embedding=(4,), max_epochs=2, verbose=True).fit(X, y)
         err = capsys.readouterr().err
         assert "deep_sets: early stopping skipped: 8 validation sets" in err
-        assert "deep_sets: max_rounds in" in err
+        assert "deep_sets: max_epochs in" in err
         # issue 56: a verbose DPP fit says what it does instead (40 sets: 8 would be held out)
         dpp.DPPClassifier(n_prototypes=2, max_rounds=2, verbose=True).fit(X, y)
         err = capsys.readouterr().err
