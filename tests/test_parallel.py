@@ -216,11 +216,18 @@ def test_the_python_cache_defaults_to_a_per_user_folder_and_the_variable_turns_i
     monkeypatch.delenv("DPP_CACHE_DIR")
     calls = []
     monkeypatch.setattr(cache, "enable_persistent_cache", lambda d: calls.append(d) or d)
-    cases = (("", user), ("1", user), ("0", None), ("off", None), ("/x/y", "/x/y"))
+    cases = (("", user), ("1", user), ("0", None), ("off", None), ("/x/y", Path("/x/y")))
     for value, expected in cases:
         monkeypatch.setenv(cache.CACHE_ENV, value)
         assert cache.cache_from_environment() == expected
-    assert calls == [user, user, None, None, "/x/y"]
+    assert calls == [user, user, None, None, Path("/x/y")]
+    monkeypatch.undo()  # the real switch: a folder that cannot be made leaves the cache off
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "file" / "jax"))
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.warns(UserWarning, match="compilation cache is off: its folder"):
+        assert cache.cache_from_environment() is None
+    monkeypatch.setenv(cache.CACHE_ENV, "0")
+    cache.cache_from_environment()
 
 
 def test_the_cache_is_pruned_to_its_cap_least_recently_used_first(tmp_path):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from pathlib import Path
 
 import jax
@@ -151,10 +152,23 @@ def cache_from_environment() -> Path | None:
     second Python process fits without compiling what the first compiled. Tests and CI set
     ``DPP_COMPILATION_CACHE=0``.
 
+    A folder that cannot be made or written (a read-only home) leaves the cache off with a
+    ``UserWarning`` naming it: a name used from ``dpp`` never fails for the cache's sake.
+
     Returns:
-        The directory, or ``None`` when the variable says ``0`` or ``off``.
+        The directory, or ``None`` when the variable says ``0`` or ``off``, or the folder
+        cannot be used.
     """
     value = os.environ.get(CACHE_ENV, "").strip()
     if off_by_environment():
         return enable_persistent_cache(None)
-    return use_compilation_cache(None if value in ("", "1") else value)
+    folder = user_compilation_cache() if value in ("", "1") else Path(value)
+    try:
+        return use_compilation_cache(folder)
+    except OSError as err:
+        warnings.warn(
+            f"dpp's compilation cache is off: its folder {folder} cannot be used ({err}); set "
+            f"{CACHE_ENV} to a writable folder, or to 0",
+            stacklevel=2,
+        )
+        return enable_persistent_cache(None)
