@@ -72,7 +72,11 @@ def write_vector_scores(clf, data, classes, path: Path) -> None:
     if not hasattr(clf, "instance_scores"):
         print(f"{type(clf).__name__} gives no per-vector scores: {path.name} not written")
         return
-    scores = np.concatenate(clf.instance_scores((data.vectors, data.set_index)))
+    try:
+        scores = np.concatenate(clf.instance_scores((data.vectors, data.set_index)))
+    except NotImplementedError as err:  # an ensemble of probabilities: no decomposition
+        print(f"{path.name} not written: {err}")
+        return
     sizes = np.bincount(data.set_index, minlength=len(data.set_ids))
     table = pd.DataFrame(
         {

@@ -1,10 +1,12 @@
 """Issue 42: the ensemble (members' probabilities averaged) and the corrected selection rule."""
 
 import json
+import warnings
 import zipfile
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 import dpp
 from dpp.errors import ModelFileError
@@ -39,6 +41,80 @@ def test_predicts_the_weighted_mean_of_its_members_fitted_alone(fitted):
     )  # float32 members
     assert list(fitted.classes_) == ["a", "b", "c"]
     assert fitted.predict(PROBE).tolist() == list(fitted.classes_[np.argmax(expected, axis=1)])
+
+
+def _log_proba(fitted):
+    """The same fitted members, combined by their mean log-probabilities."""
+    from copy import deepcopy
+
+    return deepcopy(fitted).set_params(combine="log_proba")
+
+
+def test_the_mean_of_log_probabilities_is_the_renormalised_product_of_the_members(fitted):
+    """Issue 53: ``combine="log_proba"`` predicts softmax(sum_m w_m log p_m), from the same
+    fitted members (it acts at prediction only)."""
+    from scipy.special import softmax
+
+    logs = [np.asarray(e.predict_log_proba(PROBE), np.float64) for e in fitted.estimators_]
+    expected = softmax((logs[0] + 2 * logs[1] + logs[2]) / 4, axis=1)
+    product = _log_proba(fitted)
+    np.testing.assert_allclose(product.predict_proba(PROBE), expected, rtol=1e-12)
+    np.testing.assert_allclose(product.predict_proba(PROBE).sum(1), 1.0, rtol=1e-12)
+    # a product of experts is sharper than their mixture where they agree, never the same map
+    assert not np.allclose(product.predict_proba(PROBE), fitted.predict_proba(PROBE))
+
+
+def test_log_proba_evidence_sums_to_the_ensembles_own_class_scores(fitted):
+    """Exact evidence from an ensemble: the members' weighted mean instance scores plus the
+    mean intercept have the ensemble's log-probabilities as their log-softmax."""
+    from scipy.special import log_softmax
+
+    product = _log_proba(fitted)
+    scores = product.instance_scores(PROBE)
+    assert [s.shape for s in scores] == [(m, 3) for m in (1, 3, 6)]
+    totals = np.stack([s.sum(0) for s in scores]) + product.intercept_
+    np.testing.assert_allclose(
+        log_softmax(totals, axis=1), product.predict_log_proba(PROBE), atol=1e-5
+    )
+    members = [e.instance_scores(PROBE) for e in fitted.estimators_]
+    np.testing.assert_allclose(
+        scores[2], (members[0][2] + 2 * members[1][2] + members[2][2]) / 4, rtol=1e-12
+    )
+
+
+def test_a_mean_of_probabilities_refuses_evidence_naming_the_way_out(fitted):
+    with pytest.raises(NotImplementedError, match=r"combine='log_proba'.*instance_proba"):
+        fitted.instance_scores(PROBE)
+    with pytest.raises(AttributeError, match=r"combine='log_proba'"):
+        fitted.intercept_  # noqa: B018
+    assert not hasattr(fitted, "intercept_")
+    assert [p.shape for p in fitted.instance_proba(PROBE)] == [(m, 3) for m in (1, 3, 6)]
+
+
+def test_soft_assignments_are_the_members_codes_side_by_side():
+    members = _members()[:2]
+    both = SetEnsembleClassifier(members).fit(X, Y)
+    codes = both.soft_assignments(PROBE)
+    alone = [e.soft_assignments(PROBE) for e in both.estimators_]
+    assert [c.shape for c in codes] == [(m, 6) for m in (1, 3, 6)]
+    np.testing.assert_array_equal(codes[1], np.concatenate([alone[0][1], alone[1][1]], axis=1))
+    assert np.allclose(both.transform(PROBE[2:])[0, :3], codes[2][:, :3].mean(0), atol=1e-6)
+
+
+def test_the_combination_is_in_the_model_file_and_old_files_mean_probabilities(fitted, tmp_path):
+    product = _log_proba(fitted)
+    loaded = dpp.load(product.save(tmp_path / "product.npz"))
+    assert loaded.combine == "log_proba"
+    assert np.array_equal(loaded.predict_proba(PROBE), product.predict_proba(PROBE))
+    path = fitted.save(tmp_path / "old.npz")  # a file written before combine existed
+    data = dict(np.load(path))
+    header = json.loads(str(data["header"]))
+    del header["params"]["combine"]
+    data["header"] = np.asarray(json.dumps(header))
+    np.savez(tmp_path / "legacy.npz", **data)
+    legacy = dpp.load(tmp_path / "legacy.npz")
+    assert legacy.combine == "proba"
+    assert np.array_equal(legacy.predict_proba(PROBE), fitted.predict_proba(PROBE))
 
 
 def test_reports_every_member_status_and_the_worst(fitted):
@@ -105,6 +181,7 @@ def test_a_damaged_member_is_refused_by_name(fitted, tmp_path):
         ({"estimators": [("a", object())]}, "no predict_proba"),
         ({"estimators": [("a", dpp.PoolingClassifier())], "weights": [1.0, 1.0]}, "weights"),
         ({"estimators": [("a", dpp.PoolingClassifier())], "weights": [0.0]}, "weights"),
+        ({"estimators": [("a", dpp.PoolingClassifier())], "combine": "mean"}, "combine"),
     ],
 )
 def test_bad_members_or_weights_are_refused_before_any_fit(kwargs, match):
@@ -164,7 +241,9 @@ def test_the_default_rule_is_the_ensemble_of_the_per_pooling_selections_to_the_b
         assert member["name"] == name
         assert member["params"] == sel.best_params_ and member["rounds"] == sel.best_rounds_
         assert member["score"] == pytest.approx(sel.best_score_, abs=1e-12)
-    assert cv.best_score_ == pytest.approx(np.mean([m["score"] for m in cv.members_]))
+    assert cv.best_params_["estimators"][1][1].get_params() == (
+        clone(base).set_params(**cv.members_[1]["params"]).get_params()
+    )
     assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)
     np.testing.assert_array_equal(cv.predict_proba(X[:9]), alone.predict_proba(X[:9]))
     loaded = dpp.load(cv.save(tmp_path / "default.npz"))
@@ -299,3 +378,75 @@ def test_the_peer_table_compares_task_means_on_the_units_every_method_finished()
     assert "| t1 | 3 | 80.0 | net_a 70.0 | +10.0 |" in table  # net_b: 63.3 on folds 0-2
     assert "| t2 | 1 | 60.0 | net_a 60.0 | +0.0 |" in table
     assert "on 2 of 2 tasks" in table
+
+
+def _folds(y, k=3):
+    from sklearn.model_selection import StratifiedKFold
+
+    return list(StratifiedKFold(k, shuffle=True, random_state=0).split(np.zeros(len(y)), y))
+
+
+@pytest.mark.extended  # five selections and their refits: about 60 s on 2 cores
+@pytest.mark.parametrize(
+    "rule, combine",
+    [
+        ("best", "proba"),
+        ("one_se", "proba"),
+        ("corrected", "proba"),
+        ("ensemble", "proba"),
+        ("ensemble", "log_proba"),
+    ],  # fmt: skip
+)
+def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
+    """Issue 53: scikit-learn's contract for every rule. ``best_params_`` rebuild
+    ``best_estimator_`` (the chosen rounds are ``round_cap``; the ensemble's parameters are
+    its members with their choices), and ``best_score_`` is the validation score of what
+    ``best_estimator_`` is, fold by fold."""
+    from dpp.metrics import weighted_score
+
+    X, y = _two_class(48)
+    folds = _folds(y)
+    base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
+    grid = {"l2s": [1e-2, 1e-1], "cv": folds, "max_extensions": 1}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpp.errors.FitWarning)
+        cv = dpp.DPPClassifierCV(base, rule=rule, combine=combine, **grid).fit(X, y)
+    params = cv.best_params_
+
+    def build():
+        if rule == "ensemble":
+            return SetEnsembleClassifier(**params)
+        return clone(cv.estimator).set_params(**params)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpp.errors.FitWarning)
+        again = build().fit(X, y)
+    np.testing.assert_allclose(again.predict_proba(X), cv.predict_proba(X), atol=1e-6)
+    timing = ("mean_fit_time", "std_fit_time", "mean_score_time", "std_score_time")
+    for key in (*timing, "rank_test_score"):
+        assert cv.cv_results_[key].shape == (len(cv.cv_results_["params"]),), key
+    assert np.all(cv.cv_results_["mean_fit_time"] > 0)
+    if rule != "ensemble":
+        assert params["round_cap"] == cv.best_rounds_ and params["validation_fraction"] == 0.0
+        return
+    assert [n for n, _ in params["estimators"]] == ["mean", "max", "gem"]
+    # the ensemble's own score: its members refitted on each fold as the candidates were
+    # (l2 times the fold's share of the sets), combined, scored on the held-out sets
+    scores = []
+    for fit_idx, held_idx in folds:
+        share = len(fit_idx) / len(y)
+        fold = SetEnsembleClassifier(
+            [(n, clone(m).set_params(l2=m.l2 * share)) for n, m in params["estimators"]],
+            combine=combine,
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dpp.errors.FitWarning)
+            fold.fit([X[i] for i in fit_idx], y[fit_idx])
+        labels = (y[held_idx][:, None] == fold.classes_[None]).astype(float)
+        log_p = fold.predict_log_proba([X[i] for i in held_idx])
+        scores.append(weighted_score(log_p, labels, np.ones(len(held_idx)), "log_likelihood"))
+    # float32 fits; the search's run on one padded layout for every fold (the same fit up to
+    # the order of float32 sums)
+    assert cv.best_score_ == pytest.approx(np.mean(scores), abs=2e-4)
+    assert all(cv.best_score_ != pytest.approx(m["score"], abs=1e-3) for m in cv.members_)
+    assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)

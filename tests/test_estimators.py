@@ -232,8 +232,14 @@ def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
     assert search.prior_score_ == pytest.approx(np.log(0.5), rel=0.05)
     assert scores.max() > search.prior_score_ + 0.1 and search.beats_prior_
     best = int(np.argmax(scores))
-    assert search.best_params_ == search.cv_results_["params"][best]
+    # the chosen candidate, and how its refit stops: after the rounds chosen on the folds
+    assert search.best_params_ == {
+        **search.cv_results_["params"][best],
+        "validation_fraction": 0.0,
+        "round_cap": search.best_rounds_,
+    }
     assert search.best_estimator_.l2 == search.best_params_["l2"]
+    assert search.best_estimator_.round_cap == search.best_rounds_
     assert search.score(X_test, y_test) >= 0.8
     assert search.prototypes_.shape == (3, 3)  # the refitted estimator's attributes
 

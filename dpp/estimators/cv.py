@@ -33,7 +33,7 @@ from dpp.estimators.base import (
 from dpp.estimators.baselines import ClassPriorClassifier
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.embedded import EmbeddedDPPClassifier
-from dpp.estimators.ensemble import SetEnsembleClassifier
+from dpp.estimators.ensemble import COMBINES, SetEnsembleClassifier, combined_log_proba
 from dpp.estimators.neural import fit_together
 from dpp.metrics import weighted_score
 from dpp.model.fit import round_scores
@@ -243,6 +243,11 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             broad benchmark: +1.2 ± 0.4 accuracy points over ``best`` on 210 paired units
             (Wilcoxon p = 0.006) and +7.8 ± 0.8 over the paper's mean pooling, worse on no task
             family (docs/defaults.md, "Choosing the default selection").
+        combine: how ``rule="ensemble"`` combines its members' predictions
+            (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"proba"``, the mean
+            of their class probabilities, or ``"log_proba"``, the mean of their
+            log-probabilities renormalised, whose ``instance_scores`` and ``intercept_``
+            decompose the ensemble's class scores exactly. Ignored by the other rules.
         n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
             core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
             order when it warm-starts) and run in joblib threads (the compiled programs release
@@ -258,31 +263,44 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
     :class:`~dpp.errors.FitWarning` s, once per status, naming the candidate by its grid values
     (:func:`warn_unclean_choice`), as is a refit that does not end clean.
 
-    Fitted attributes: ``best_params_``, ``best_score_``, ``cv_results_`` (scikit-learn's
-    layout: ``params``, ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``,
-    ``rank_test_score``, ``mean_fit_time``; values added beyond the grid are candidates too;
-    ``split<i>_fit_status``, the status of each fold's fit, and ``fit_status``, the distinct
-    statuses of a candidate's fold fits joined by ``/``: which candidate each status came from),
-    ``best_rounds_`` (the chosen number of rounds, ``None`` without ``select_rounds``; the
-    ``rounds`` entry of ``cv_results_`` gives each candidate's best round),
-    ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only value``:
-    where the chosen ``l2`` lies among those scored for its ``K``, pooling and embedding; a
-    choice at an edge after the
-    last extension is also a :class:`~dpp.errors.FitWarning` naming the edge and the values),
-    ``l2s_added_``,
-    ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
-    training label) and ``beats_prior_`` (``best_score_ > prior_score_``),
-    ``best_estimator_`` (refitted; with ``rule="ensemble"`` and several members a
-    :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`, whose ``predict_proba`` is the
-    mean of its members'), ``members_`` (``rule="ensemble"`` with several members: each
-    member's ``name``, chosen ``params``, ``rounds``, mean validation ``score`` and
-    ``position``; ``best_params_``, ``best_rounds_`` and ``best_index_`` then describe the best
-    single candidate, ``best_score_`` is the members' mean score, a lower bound of the
-    ensemble's validation log-likelihood by Jensen's inequality when each member's score is,
-    and ``best_position_`` is the first member's position at an edge, else ``interior``),
-    and the fitted attributes of ``best_estimator_`` (``classes_``, ``prototypes_``,
-    ``beta_``, ``theta_``, ``n_features_in_``, ...; an ensemble has its members'). ``save``
-    writes ``best_estimator_``.
+    Fitted attributes, as scikit-learn's searches: ``clone(estimator).set_params(**best_params_)``
+    fitted on the same sets predicts what ``best_estimator_`` predicts (to float rounding), and
+    ``best_score_`` is the validation score of what ``best_estimator_`` is.
+
+    * ``best_params_``: the chosen candidate's grid values and how its refit stops
+      (:func:`refit_params`: with ``select_rounds``, ``round_cap`` = the chosen rounds and
+      ``validation_fraction=0``). With ``rule="ensemble"`` and several members, the
+      ensemble's own parameters, ``{"estimators": [(name, estimator with its choice)],
+      "combine": ...}``: ``SetEnsembleClassifier(**best_params_)`` is the refit. (A candidate
+      on an embedding over a ``DPPClassifier`` is an ``EmbeddedDPPClassifier``: its
+      parameters are that estimator's.)
+    * ``best_score_``: the chosen candidate's mean validation score (``corrected``: less its
+      optimism; ``one_se``: at its chosen round); for the ensemble, the ensemble's own, its
+      chosen members refitted on each fold and combined (:meth:`_Search.ensemble_score`).
+    * ``cv_results_``: scikit-learn's layout (``params``, ``param_<name>``,
+      ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``, ``rank_test_score``,
+      ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``, ``std_score_time``); values
+      added beyond the grid are candidates too; ``rounds`` (each candidate's best round, with
+      ``select_rounds``), ``split<i>_fit_status``, the status of each fold's fit, and
+      ``fit_status``, the distinct statuses of a candidate's fold fits joined by ``/``: which
+      candidate each status came from.
+    * ``best_rounds_`` (the chosen number of rounds, ``None`` without ``select_rounds``),
+      ``best_index_`` (the best candidate's row of ``cv_results_``; for the ensemble, the best
+      single candidate's).
+    * ``best_position_`` (``interior``, ``strongest edge``, ``weakest edge`` or ``only
+      value``: where the chosen ``l2`` lies among those scored for its ``K``, pooling and
+      embedding; for the ensemble the first member's position at an edge, else ``interior``; a
+      choice at an edge after the last extension is also a :class:`~dpp.errors.FitWarning`
+      naming the edge and the values), ``l2s_added_``.
+    * ``prior_score_`` (the class prior's mean validation score: each fold's weighted mean
+      training label) and ``beats_prior_`` (``best_score_ > prior_score_``).
+    * ``best_estimator_`` (refitted; with ``rule="ensemble"`` and several members a
+      :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`), ``members_`` (the ensemble
+      only: each member's ``name``, ``params`` (as ``best_params_`` of one), ``rounds``, its
+      own mean validation ``score`` and ``position``), and the fitted attributes of
+      ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
+      ``n_features_in_``, ...; an ensemble has its members'). ``save`` writes
+      ``best_estimator_``.
     """
 
     _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
@@ -290,6 +308,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         "max_extensions": check.Int(0),
         "select_rounds": check.Bool(),
         "rule": check.Choice(RULES),
+        "combine": check.Choice(COMBINES),
     }
 
     def __init__(
@@ -304,6 +323,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         max_extensions: int = 3,
         select_rounds: bool = True,
         rule: str = "ensemble",
+        combine: str = "proba",
         n_jobs: int | None = None,
         verbose: bool = False,
     ):
@@ -317,6 +337,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         self.max_extensions = max_extensions
         self.select_rounds = select_rounds
         self.rule = rule
+        self.combine = combine
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -418,6 +439,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             self.best_rounds_ = fewest_rounds(per_round)  # best_score_: that round's score
             self.best_score_ = float(np.mean(per_round[:, self.best_rounds_]))
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
+        self.best_params_ = refit_params(best_key, self.best_rounds_)
         self.best_estimator_ = _refit(base, best_key, self.best_rounds_, sets, search, classes)
         owner = type(self).__name__
         warn_unclean_choice(owner, best_key, search.statuses[best_key], self.best_estimator_)
@@ -441,13 +463,14 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         return group, choose_on_path(path, means, score_new, int(self.max_extensions))
 
     def _fit_ensemble(self, base, search: _Search, sets, classes, members, grown) -> None:
-        """``rule="ensemble"``: each member's best candidate refitted, probabilities averaged.
+        """``rule="ensemble"``: each member's best candidate refitted, their predictions combined.
 
         Sets ``best_estimator_`` (a :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`),
-        ``members_``, ``best_score_`` (the mean of the members' scores), ``best_position_``
-        and ``l2s_added_``.
+        ``members_``, ``best_params_`` (the ensemble's parameters: each member the tuned
+        estimator with its choice), ``best_score_`` (the ensemble's own validation score,
+        :meth:`_Search.ensemble_score`), ``best_position_`` and ``l2s_added_``.
         """
-        fitted, self.members_, added = [], [], []
+        fitted, self.members_, added, chosen, keys = [], [], [], [], []
         for member in members:
             key = choose(_own(search.scores, member))
             group, choice = grown[member]
@@ -459,16 +482,20 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             added += [v for v in choice.added if v not in added]
             rounds = search.rounds.get(key) if search.by_round else None
             name = _member_name(member)
+            chosen.append((name, refit_estimator(base, key, rounds)))
+            keys.append((key, rounds))
             fitted.append((name, _refit(base, key, rounds, sets, search, classes)))
             warn_unclean_choice(type(self).__name__, key, search.statuses[key], fitted[-1][1])
             self.members_.append({
-                "name": name, "params": {**key[0].params(), "l2": key[1]}, "rounds": rounds,
+                "name": name, "params": refit_params(key, rounds), "rounds": rounds,
                 "score": float(search.scores[key].mean()), "position": position,
             })  # fmt: skip
-        ensemble = SetEnsembleClassifier([(n, clone(e)) for n, e in fitted])
+        ensemble = SetEnsembleClassifier([(n, clone(e)) for n, e in fitted], combine=self.combine)
         ensemble._set_fitted(fitted, classes)
         self.best_estimator_ = ensemble
-        self.best_score_ = float(np.mean([m["score"] for m in self.members_]))
+        # the ensemble's own parameters: each member the tuned estimator with its choice
+        self.best_params_ = {"estimators": chosen, "combine": self.combine}
+        self.best_score_ = search.ensemble_score(keys, self.combine)
         positions = [m["position"] for m in self.members_]
         edges = [p for p in positions if p in EDGES]
         self.best_position_ = edges[0] if edges else (
@@ -568,7 +595,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             "std_test_score": scores.std(axis=1),
             **{f"split{f}_test_score": scores[:, f] for f in range(num_folds)},
             "rank_test_score": rank,
-            "mean_fit_time": np.array([search.seconds[c] for c in candidates]),
+            **search.times(candidates),
             **(
                 {"rounds": np.array([search.rounds.get(c) for c in candidates], dtype=object)}
                 if search.by_round
@@ -605,11 +632,15 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             members = self.__dict__.get("members_")
             if members:  # the default ensemble: the attribute is its members'
                 names = ", ".join(m["name"] for m in members)
+                hint = (
+                    "; combine='log_proba' gives the ensemble's own (the members' weighted mean)"
+                    if name == "intercept_" else ""
+                )  # fmt: skip
                 raise AttributeError(
                     f"{type(self).__name__} (rule='ensemble') refitted an ensemble of {names}, "
                     f"which has no single {name!r}: read it from a member, "
                     f"best_estimator_.named_estimators_[{members[0]['name']!r}].{name}, or "
-                    "select one model with rule='best'"
+                    f"select one model with rule='best'{hint}"
                 ) from None
             raise AttributeError(
                 f"{type(self).__name__}'s refitted {type(best).__name__} has no attribute {name!r}"
@@ -643,11 +674,16 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         """Each vector's ``[M_n, C]`` part of its set's class scores, by the refitted estimator.
 
         See :meth:`dpp.DPPClassifier.instance_scores`; ``intercept_`` is the refitted one's.
+        An ensemble (``rule="ensemble"``) gives them under ``combine="log_proba"`` only
+        (:meth:`~dpp.estimators.ensemble.SetEnsembleClassifier.instance_scores`).
         """
         return self._best().instance_scores(X)
 
     def soft_assignments(self, X) -> list[np.ndarray]:
-        """Every vector's ``[M_n, K]`` code under the refitted estimator."""
+        """Every vector's ``[M_n, K]`` code under the refitted estimator.
+
+        An ensemble's are its members' side by side, ``[M_n, K_1 + ... + K_m]``.
+        """
         return self._best().soft_assignments(X)
 
     def score(self, X, y, sample_weight=None) -> float:
@@ -673,7 +709,8 @@ class _Search:
         parts: ``(fitted part, held-out fold)`` per fold.
         scores: ``(K, l2) -> [folds]`` validation scores (at the best round with ``by_round``).
         rounds: ``(K, l2) -> `` the best round (``by_round`` only).
-        seconds: ``(K, l2) ->`` mean fit seconds per fold.
+        fit_times, score_times: ``(K, l2) -> [folds]`` seconds of each fold's fit and of
+            scoring its held-out fold (:meth:`times`).
     """
 
     def __init__(
@@ -701,7 +738,8 @@ class _Search:
         self.scores: dict[tuple[int, float], np.ndarray] = {}
         self.rounds: dict[tuple[int, float], int] = {}
         self.per_round: dict[tuple[int, float], np.ndarray] = {}  # [folds, R] of each key
-        self.seconds: dict[tuple[int, float], float] = {}
+        self.fit_times: dict[tuple[int, float], np.ndarray] = {}
+        self.score_times: dict[tuple[int, float], np.ndarray] = {}
         #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_report_.status``)
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
@@ -762,10 +800,10 @@ class _Search:
         for (group, f, _), (est, fits) in zip(units, results, strict=True):
             if warm or (f, group) not in self.last:
                 self.last[f, group] = est
-            for l2, value, status, seconds in fits:
+            for l2, value, status, fit_s, score_s in fits:
                 by_key.setdefault((group, l2), []).append((f, value))
                 self._status(group, l2, f, status)
-                self.seconds[group, l2] = self.seconds.get((group, l2), 0.0) + seconds
+                self._time(group, l2, f, fit_s, score_s)
         for key, folds in by_key.items():
             if self.by_round:
                 per_round = np.stack([v for _, v in sorted(folds, key=lambda fv: fv[0])])
@@ -780,7 +818,7 @@ class _Search:
             self._log(group, path)
 
     def _run(self, units: list, warm: bool) -> list:
-        """``[(estimator, [(l2, score, status, seconds)])]`` of :meth:`_fit_unit` per unit.
+        """``[(estimator, [(l2, score, status, fit s, score s)])]`` of :meth:`_fit_unit` per unit.
 
         ``n_jobs`` at once in joblib threads; the first unit of each ``K`` runs alone first, so
         that its programs are compiled once before the threads share them.
@@ -804,9 +842,11 @@ class _Search:
         return [results[i] for i in range(len(units))]
 
     def _fit_unit(self, group: Group, f: int, path: tuple, warm: bool):
-        """One fold's fits of ``group`` along ``path``: ``(estimator, [(l2, value, status, s)])``.
+        """One fold's fits of ``group`` along ``path``: ``(estimator, [(l2, value, ...)])``.
 
-        ``value`` is the validation score per round (``by_round``) or the fold's score.
+        Each fit gives ``(l2, value, status, fit seconds, score seconds)``; ``value`` is the
+        validation score per round (``by_round``: computed within the fit, whose seconds hold
+        it) or the fold's score.
         """
         part, held = self.parts[f]
         est = self.last.get((f, group)) if warm and not self.by_round else None
@@ -823,14 +863,14 @@ class _Search:
                     est.fit(part, validation_sets=held, **self.fit_params)
                 else:
                     est.fit(part, **self.fit_params)
+            t1 = time.perf_counter()
             if self.by_round:
                 value = _scores_by_round(est)
             else:
                 value = weighted_score(
                     est.predict_log_proba(held), held.labels, held.weights, self.scoring
                 )
-            elapsed = (time.perf_counter() - t0) / len(self.parts)
-            fits.append((l2, value, est.fit_report_.status, elapsed))
+            fits.append((l2, value, est.fit_report_.status, t1 - t0, time.perf_counter() - t1))
             self.done()
         return est, fits
 
@@ -873,15 +913,16 @@ class _Search:
                 estimators.append(est)
                 training.append(part)
         fit_together(estimators, training)
-        elapsed = (time.perf_counter() - t0) / len(estimators)  # the mean fit of a fold
+        elapsed = (time.perf_counter() - t0) / len(estimators)  # an equal share of the batch
         for (f, l2), est in zip(keys, estimators, strict=True):
             held = self.parts[f][1]
             self._status(group, l2, f, est.fit_report_.status)
+            t1 = time.perf_counter()
             score = weighted_score(
                 est.predict_log_proba(held), held.labels, held.weights, self.scoring
             )
             self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
-            self.seconds[group, l2] = elapsed
+            self._time(group, l2, f, elapsed, time.perf_counter() - t1)
 
     def _centres(self, fold: int, est: PrototypeClassifier):
         """The fold's k-means centres for ``est``'s ``K``, computed once per fold and ``K``.
@@ -902,6 +943,55 @@ class _Search:
 
     def _status(self, k: int, l2: float, fold: int, status) -> None:
         self.statuses.setdefault((k, l2), [None] * len(self.parts))[fold] = status
+
+    def ensemble_score(self, chosen: list[tuple], combine: str) -> float:
+        """The mean validation score of the ensemble of ``chosen`` over the folds.
+
+        Each member ``(key, rounds)`` is refitted on each fold's part as the ensemble's member
+        is on every training set (:func:`refit_estimator`, from the fold's k-means centres,
+        ``l2`` times the part's weight share as every candidate's fold fit); their held-out
+        log-probabilities are combined by ``combine``
+        (:func:`~dpp.estimators.ensemble.combined_log_proba`, equal weights) and scored: the
+        score of what ``best_estimator_`` is, not of its members.
+        """
+        self.more(len(chosen) * len(self.parts))
+        scores = []
+        for f, (part, held) in enumerate(self.parts):
+            logs = []
+            for key, rounds in chosen:
+                est = refit_estimator(self.base, key, rounds)
+                est.set_params(l2=float(key[1] * self.shrink[f]))  # as the candidates' folds
+                fit_params = self.fit_params if key[0].embedding is None else {}
+                if "init" in est.get_params(deep=False):
+                    est.set_params(init=self._centres(f, est))
+                with statuses_recorded():  # the members' own folds' statuses are in cv_results_
+                    est.fit(part, **fit_params)
+                logs.append(est.predict_log_proba(held))
+                self.done()
+            log_p = combined_log_proba(logs, np.full(len(chosen), 1 / len(chosen)), combine)
+            scores.append(weighted_score(log_p, held.labels, held.weights, self.scoring))
+        return float(np.mean(scores))
+
+    def _time(self, k: Group, l2: float, fold: int, fit_s: float, score_s: float) -> None:
+        for table, seconds in ((self.fit_times, fit_s), (self.score_times, score_s)):
+            table.setdefault((k, l2), np.zeros(len(self.parts)))[fold] = seconds
+
+    def times(self, keys: list) -> dict:
+        """scikit-learn's timing columns of ``cv_results_`` for ``keys``.
+
+        ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``, ``std_score_time``: the mean
+        and s.d. over the folds of each fit's and each scoring's seconds.
+
+        A fit batched with others (the Theta-step paths, DPP on an embedding) is given an
+        equal share of the batch's seconds; a score computed within the fit (the validation
+        log-likelihood per round of ``select_rounds``) costs its reading only.
+        """
+        out = {}
+        for name, table in (("fit", self.fit_times), ("score", self.score_times)):
+            seconds = np.stack([table[k] for k in keys])
+            out[f"mean_{name}_time"] = seconds.mean(axis=1)
+            out[f"std_{name}_time"] = seconds.std(axis=1)
+        return out
 
     def _theta_steps(self, k: int, path: list[float]) -> None:
         """Scores ``(k, l2)`` for every ``l2`` of ``path``: the folds' Theta-steps as one program.
@@ -950,6 +1040,7 @@ class _Search:
             fitted[value] = thetas[:, j]
             scores = np.zeros(len(self.folds))
             for f, (_, val_idx) in enumerate(self.folds):
+                t1 = time.perf_counter()
                 capped = iterations[f, j] >= solver.max_iter
                 self._status(k, value, f, "max_rounds" if capped else "converged")
                 if not np.all(np.isfinite(thetas[f, j])):
@@ -961,8 +1052,8 @@ class _Search:
                 rows = np.sort(val_idx)  # the order of held
                 log_p = log_softmax(codes[f, rows].astype(np.float64) @ thetas[f, j], axis=1)
                 scores[f] = weighted_score(log_p, held.labels, held.weights, self.scoring)
+                self._time(k, value, f, elapsed, time.perf_counter() - t1)
             self.scores[k, value] = scores
-            self.seconds[k, value] = self.seconds.get((k, value), 0.0) + elapsed
 
     def _log(self, k: Group, path: list[float]) -> None:
         """One DEBUG line per candidate (a run's INFO log keeps one line per fold and method)."""
@@ -1027,26 +1118,48 @@ def candidate(base, group: Group, **params):
     return EmbeddedDPPClassifier.like(base, **group.params(), **params)
 
 
+def refit_params(key: tuple, rounds: int | None) -> dict:
+    """The parameters that make the tuned estimator candidate ``key``'s refit.
+
+    Its grid values (``K``, pooling, embedding, ``l2``) and how it stops: after ``rounds``
+    coordinate-ascent rounds where they were chosen (``round_cap``, early stopping off), or on
+    its own held-out share for a candidate on an embedding. ``best_params_`` (and each member's
+    ``params``) hold them: ``clone(estimator).set_params(**best_params_)`` fitted on the same
+    sets is the refit.
+
+    Args:
+        key: ``(Group, l2)``.
+        rounds: the chosen rounds, or ``None``.
+    """
+    group, l2 = key
+    params = {**group.params(), "l2": l2}
+    if group.embedding is not None:
+        params["validation_fraction"] = DEFAULT_VALIDATION_FRACTION
+    elif rounds is not None:
+        params.update(validation_fraction=0.0, round_cap=int(rounds))
+    return params
+
+
+def refit_estimator(base, key: tuple, rounds: int | None):
+    """The unfitted refit of candidate ``key``: :func:`candidate` with :func:`refit_params`."""
+    group = key[0]
+    extra = {k: v for k, v in refit_params(key, rounds).items() if k not in group.params()}
+    return candidate(base, group, **extra)
+
+
 def _refit(base, key: tuple, rounds, sets, search: _Search, classes):
     """Candidate ``key`` (``(Group, l2)``) fitted on every training set, as it was scored.
 
-    From k-means; after ``rounds`` rounds when they were chosen; a candidate on an embedding
-    stops early on its own held-out share (with rounds chosen, ``base`` holds
-    ``validation_fraction=0``).
+    From k-means, with :func:`refit_params`.
     """
     search.more(1)
-    est = candidate(base, key[0], l2=key[1])
-    # the layout and pooling-as-data of the coordinate-ascent fits; an embedded candidate is
-    # an EmbeddedDPPClassifier, trained by Adam epochs, which takes neither
-    fit_params = search.fit_params
-    if key[0].embedding is not None:
-        est.set_params(validation_fraction=DEFAULT_VALIDATION_FRACTION)
-        fit_params = {}
+    est = refit_estimator(base, key, rounds)
+    # the layout and pooling-as-data of the coordinate-ascent fits (shapes only: the same fit);
+    # an embedded candidate is an EmbeddedDPPClassifier, trained by Adam epochs, which takes
+    # neither
+    fit_params = search.fit_params if key[0].embedding is None else {}
     with statuses_recorded():  # said by the search, naming the candidate (warn_unclean_choice)
-        if rounds is not None:
-            est.fit(sets, round_cap=rounds, **fit_params)
-        else:
-            est.fit(sets, **fit_params)
+        est.fit(sets, **fit_params)
     search.done()
     est.classes_ = classes
     return est

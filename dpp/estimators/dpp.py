@@ -85,6 +85,13 @@ class DPPClassifier(PrototypeClassifier):
         devices: devices the fit runs on, a positive number or ``"all"`` (:mod:`dpp.sharding`:
             whole sets per device, the likelihood's sums reduced across devices; full-batch
             optimizers only). Same fit as one device up to float rounding.
+        round_cap: a number of coordinate-ascent rounds chosen on held-out sets (what
+            :class:`DPPClassifierCV` chooses with ``select_rounds`` and puts in its
+            ``best_params_``): at most this many rounds, and a fit that stops there is
+            ``early_stopped`` (``fit_report_.early_stopping.source`` ``round_cap``), not
+            ``max_rounds``. ``None`` (the default): the rounds end by ``tol``, ``max_rounds``
+            or early stopping. Needs ``validation_fraction=0`` (the rounds are chosen already)
+            and at most ``max_rounds``.
 
     The other parameters are the prototype estimators' shared block
     (:data:`dpp.estimators.base.SHARED_PARAMETERS`), keyword-only.
@@ -135,6 +142,7 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
         devices: int | str = 1,
+        round_cap: int | None = None,
         *,
         standardize: bool = True,
         pca_components: int | None = None,
@@ -164,6 +172,7 @@ class DPPClassifier(PrototypeClassifier):
         self.beta_prior_loc = beta_prior_loc
         self.beta_prior_scale = beta_prior_scale
         self.devices = devices
+        self.round_cap = round_cap
         self.standardize = standardize
         self.pca_components = pca_components
         self.preprocess = preprocess
@@ -188,12 +197,24 @@ class DPPClassifier(PrototypeClassifier):
         "beta_prior": check.Choice(("none", "lognormal", "gamma")),
         "beta_prior_loc": check.Real(),
         "beta_prior_scale": check.Real(low=0, low_open=True),
+        "round_cap": check.Optional(check.Int(0)),
     }
 
     def check_params(self) -> None:
         """Checks every parameter (raises ``ValueError`` naming the first bad one)."""
         super().check_params()
         self._prior()
+        if self.round_cap is not None:
+            if float(self.validation_fraction) > 0:
+                raise ValueError(
+                    f"round_cap={self.round_cap} fixes the number of rounds, which early "
+                    f"stopping (validation_fraction={self.validation_fraction}) would choose: "
+                    "set validation_fraction=0"
+                )
+            if int(self.round_cap) > int(self.max_rounds):
+                raise ValueError(
+                    f"round_cap={self.round_cap} must be at most max_rounds={self.max_rounds}"
+                )
         if self.embedding is None:
             return
         widths = tuple(self.embedding)
@@ -238,7 +259,6 @@ class DPPClassifier(PrototypeClassifier):
         y=None,
         sample_weight=None,
         validation_sets=None,
-        round_cap=None,
         layout=None,
         any_pooling=False,
     ):
@@ -254,10 +274,7 @@ class DPPClassifier(PrototypeClassifier):
                 ``subset`` of the labelled training sets gives). Their weighted log-likelihood
                 per set is recorded after every round (``fit_report_.early_stopping``), the
                 fit stops once ``patience`` rounds have not raised it, and the best round's
-                parameters are kept. Not with ``validation_fraction > 0``.
-            round_cap: a number of rounds chosen on held-out sets (what
-                :class:`DPPClassifierCV` passes): at most this many rounds, and a fit that
-                stops there is ``early_stopped``. At most ``max_rounds``.
+                parameters are kept. Not with ``validation_fraction > 0`` or ``round_cap``.
             layout: a :class:`~dpp.sets.Layout` the padded sets are at least as large as
                 (:meth:`~dpp.sets.Layout.covering` of every set that several fits hold), so
                 that those fits run one compiled program: :class:`DPPClassifierCV` gives its
@@ -273,8 +290,8 @@ class DPPClassifier(PrototypeClassifier):
 
         Raises:
             ValueError: as :meth:`PrototypeClassifier.fit`; ``validation_sets`` that are not
-                labelled ``RaggedSets`` of the training sets' ``D`` and ``C``; a ``round_cap``
-                outside ``[0, max_rounds]``; either with early stopping.
+                labelled ``RaggedSets`` of the training sets' ``D`` and ``C``, or given with
+                early stopping or a ``round_cap``.
         """
         if validation_sets is not None and not isinstance(validation_sets, RaggedSets):
             raise ValueError(
@@ -286,7 +303,6 @@ class DPPClassifier(PrototypeClassifier):
             y,
             sample_weight,
             validation_sets=validation_sets,
-            round_cap=round_cap,
             layout=layout,
             any_pooling=any_pooling,
         )
@@ -296,12 +312,11 @@ class DPPClassifier(PrototypeClassifier):
         sets: RaggedSets,
         seed: int,
         validation_sets=None,
-        round_cap=None,
         layout=None,
         any_pooling=False,
     ) -> FittedModel:
         if self.embedding is not None:
-            if validation_sets is not None or round_cap is not None:
+            if validation_sets is not None or self.round_cap is not None:
                 raise ValueError(
                     "validation_sets and round_cap choose coordinate-ascent rounds; with an "
                     "embedding, early stopping holds out validation_fraction of the sets"
@@ -330,7 +345,7 @@ class DPPClassifier(PrototypeClassifier):
             start=start,
             devices=self.devices if self.devices == "all" else int(self.devices),
             validation_sets=validation_sets,
-            round_cap=None if round_cap is None else int(round_cap),
+            round_cap=None if self.round_cap is None else int(self.round_cap),
             pooling=self.pooling,
             layout=layout,
             any_pooling=bool(any_pooling),

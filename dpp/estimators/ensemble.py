@@ -1,11 +1,14 @@
-"""An ensemble of set classifiers: their class probabilities averaged, instead of one refit.
+"""An ensemble of set classifiers: their predictions combined, instead of one refit.
 
 The per-pooling winners of DPP's selection (mean, max and gem, each chosen by its own
 :class:`~dpp.DPPClassifierCV`), or one selection over several k-means seeds, fitted on the same
-sets; the ensemble predicts the weighted mean of their class probabilities. Every pooling wins
-on some tasks and none on all, and one choice among them by cross-validation on 80-200 sets is
-noisy; averaging keeps each member's signal without betting on the choice (Breiman 1996's
-bagging argument, over models rather than resamples).
+sets; the ensemble predicts the weighted mean of their class probabilities (``combine="proba"``)
+or of their log-probabilities, renormalised (``combine="log_proba"``: a product of experts,
+Hinton 2002). Every pooling wins on some tasks and none on all, and one choice among them by
+cross-validation on 80-200 sets is noisy; combining keeps each member's signal without betting
+on the choice (Breiman 1996's bagging argument, over models rather than resamples). A mean of
+log-probabilities is a mean of the members' class scores up to one constant per set, so it keeps
+their exact per-vector decomposition (:meth:`SetEnsembleClassifier.instance_scores`).
 
 A fitted ensemble saves to one model file (:meth:`SetEnsembleClassifier.save`) that
 :func:`dpp.load` reads back: the header names every member's own header and the members'
@@ -29,6 +32,29 @@ from dpp.model.report import CLEAN_STATUSES, STATUSES
 
 #: The class name a model file of an ensemble records (``estimator`` of its header).
 ENSEMBLE = "SetEnsembleClassifier"
+#: How an ensemble combines its members' predictions: the weighted mean of their class
+#: probabilities, or of their log-probabilities renormalised (a product of experts).
+COMBINES = ("proba", "log_proba")
+#: What a model file without ``combine`` (written before it existed) combined.
+LEGACY_COMBINE = "proba"
+
+
+def combined_log_proba(logs, weights, combine: str) -> np.ndarray:
+    """``[N, C]`` log class probabilities of members' predictions combined.
+
+    Args:
+        logs: ``[m, N, C]`` the members' log class probabilities.
+        weights: ``[m]`` their weights, > 0, summing to 1.
+        combine: ``"proba"`` (the log of the weighted mean of the probabilities) or
+            ``"log_proba"`` (the weighted mean of the log-probabilities less its log-sum-exp
+            over the classes).
+    """
+    logs = np.asarray(logs, np.float64)
+    w = np.asarray(weights, np.float64)[:, None, None]
+    if combine == "log_proba":
+        mean = np.sum(w * logs, axis=0)
+        return mean - logsumexp(mean, axis=1, keepdims=True)
+    return logsumexp(logs + np.log(w), axis=0)
 
 
 def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
@@ -52,10 +78,14 @@ def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
 
 
 class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator):
-    """Set classifiers fitted on the same sets, their class probabilities averaged.
+    r"""Set classifiers fitted on the same sets, their predictions combined.
 
-    ``predict_proba`` is the weighted mean of the members' ``[N, C]`` probabilities (each row
-    on the simplex); ``predict`` its most probable class.
+    With ``combine="proba"``, ``predict_proba`` is the weighted mean of the members' ``[N, C]``
+    probabilities; with ``combine="log_proba"``, the softmax of the weighted mean of their
+    log-probabilities, :math:`p(c) \propto \prod_m p_m(c)^{w_m}` (a product of experts,
+    Hinton 2002). ``predict`` is the most probable class either way. Under ``log_proba`` the
+    ensemble's class scores are the weighted mean of its members' up to one constant per set,
+    so :meth:`instance_scores` and ``intercept_`` decompose them exactly as each member's do.
 
     Args:
         estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted).
@@ -63,8 +93,12 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
             ``DPPClassifierCV()`` fits and averages itself), :func:`seed_members` one member
             per k-means seed. ``None`` (the default, so that ``get_params`` works) is refused
             at ``fit``.
-        weights: ``[len(estimators)]`` non-negative weights of the members' probabilities (not
-            all 0); ``None``: equal.
+        weights: ``[len(estimators)]`` non-negative weights of the members (not all 0), their
+            share of the mean; ``None``: equal.
+        combine: ``"proba"`` (the mean of probabilities; what a model file without it holds)
+            or ``"log_proba"`` (the mean of log-probabilities, renormalised; the members need
+            ``instance_scores`` and ``intercept_`` for the ensemble's). It acts at prediction
+            only: the fitted members are the same under both.
 
     Fitted attributes: ``estimators_`` (the fitted members, in order), ``named_estimators_``
     (by name), ``classes_`` (shared by every member), ``n_features_in_``, ``member_statuses_``
@@ -74,17 +108,21 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
     every member's status).
     """
 
-    def __init__(self, estimators=None, weights=None):
+    def __init__(self, estimators=None, weights=None, combine: str = "proba"):
         self.estimators = estimators
         self.weights = weights
+        self.combine = combine
 
     def _members(self) -> list[tuple[str, BaseEstimator]]:
         """The ``(name, estimator)`` pairs, checked.
 
         Raises:
             ValueError: no members, names not distinct text, a member without
-                ``predict_proba``, or weights of another length, negative or all 0.
+                ``predict_proba``, weights of another length, negative or all 0, or an unknown
+                ``combine``.
         """
+        if self.combine not in COMBINES:
+            raise ValueError(f"combine must be one of {COMBINES}, got {self.combine!r}")
         if self.estimators is None:
             raise ValueError(
                 "SetEnsembleClassifier needs its members: estimators=[(name, estimator), ...], "
@@ -157,15 +195,25 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
         w = np.ones(n) if self.weights is None else np.asarray(self.weights, np.float64)
         return w / w.sum()
 
-    def predict_log_proba(self, X) -> np.ndarray:
-        """``[N, C]`` log of the members' weighted mean class probabilities (float64)."""
+    def _used(self) -> list[tuple[float, BaseEstimator]]:
+        """``(weight, member)`` of every member whose weight is not 0 (weights summing to 1)."""
         check_is_fitted(self, "estimators_")
-        logs = np.stack([np.asarray(e.predict_log_proba(X), np.float64) for e in self.estimators_])
-        with np.errstate(divide="ignore"):  # a weight of 0 drops its member
-            return logsumexp(logs + np.log(self._weights())[:, None, None], axis=0)
+        self._members()  # combine and weights as set now (they act at prediction)
+        return [(w, e) for w, e in zip(self._weights(), self.estimators_, strict=True) if w > 0]
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``[N, C]`` log class probabilities of the combination (float64).
+
+        ``combine="proba"``: the log of the members' weighted mean probabilities;
+        ``"log_proba"``: their weighted mean log-probabilities less its log-sum-exp over the
+        classes.
+        """
+        used = self._used()
+        logs = [np.asarray(e.predict_log_proba(X), np.float64) for _, e in used]
+        return combined_log_proba(logs, [w for w, _ in used], self.combine)
 
     def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` the members' weighted mean class probabilities (float64)."""
+        """``[N, C]`` class probabilities of the combination (:meth:`predict_log_proba`)."""
         return np.exp(self.predict_log_proba(X))
 
     def predict(self, X) -> np.ndarray:
@@ -184,29 +232,85 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
         check_is_fitted(self, "estimators_")
         return np.concatenate([np.asarray(e.transform(X), np.float64) for e in self.estimators_], 1)
 
-    def instance_scores(self, X):
-        """Refused: a mean of probabilities has no per-vector decomposition.
+    def instance_scores(self, X) -> list[np.ndarray]:
+        """Each vector's ``[M_n, C]`` part of its set's class scores (``combine="log_proba"``).
+
+        The weighted mean of the members' :meth:`~dpp.DPPClassifier.instance_scores`: the
+        ensemble's log-probabilities are the weighted mean of the members' less one constant
+        per set, and each member's are the log-softmax of its vectors' scores plus its
+        ``intercept_``, so ``instance_scores(X)[n].sum(0) + intercept_`` are the ensemble's
+        class scores, whose log-softmax is ``predict_log_proba(X)[n]`` (to the members'
+        float32 rounding).
+
+        Args:
+            X: ``N`` sets (as ``fit`` takes them).
+
+        Returns:
+            ``N`` float64 arrays ``[M_n, C]``, rows in the order of each set's vectors,
+            columns in ``classes_``.
 
         Raises:
-            NotImplementedError: always, naming the members whose ``instance_scores`` exist.
+            NotImplementedError: under ``combine="proba"``: a mean of probabilities has no
+                per-vector decomposition (the message names the members and the way out).
+            sklearn.exceptions.NotFittedError: before ``fit``.
         """
-        raise NotImplementedError(self._no_decomposition("instance_scores"))
+        used = self._used()
+        if self.combine != "log_proba":
+            raise NotImplementedError(self._no_decomposition("instance_scores"))
+        parts = [(w, e.instance_scores(X)) for w, e in used]
+        return [
+            sum(w * np.asarray(scores[n], np.float64) for w, scores in parts)
+            for n in range(len(parts[0][1]))
+        ]
 
-    def soft_assignments(self, X):
-        """Refused: each member has its own prototypes (see :meth:`instance_scores`).
+    @property
+    def intercept_(self) -> np.ndarray:
+        """``[C]`` float64: the weighted mean of the members' ``intercept_`` (``log_proba``).
+
+        The part of the class scores no vector carries (see :meth:`instance_scores`).
 
         Raises:
-            NotImplementedError: always, naming the members.
+            AttributeError: before ``fit``, or under ``combine="proba"`` (naming the way out).
         """
-        raise NotImplementedError(self._no_decomposition("soft_assignments"))
+        if "estimators_" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
+        if self.combine != "log_proba":
+            raise AttributeError(self._no_decomposition("intercept_"))
+        return sum(w * np.asarray(e.intercept_, np.float64) for w, e in self._used())
 
-    def _no_decomposition(self, method: str) -> str:
+    def soft_assignments(self, X) -> list[np.ndarray]:
+        """Every vector's codes under each member, side by side: ``[M_n, K_1 + ... + K_m]``.
+
+        The members' :meth:`~dpp.DPPClassifier.soft_assignments` (eq. 3) concatenated along
+        the prototypes in the order of ``estimators_``, as :meth:`transform` concatenates
+        their ``z``; a member's block is its ``prototypes_``' count wide. Under both
+        ``combine`` rules.
+
+        Raises:
+            AttributeError: a member without ``soft_assignments`` (naming it).
+            sklearn.exceptions.NotFittedError: before ``fit``.
+        """
+        check_is_fitted(self, "estimators_")
+        parts = []
+        for name, est in self.named_estimators_.items():
+            if not hasattr(est, "soft_assignments"):
+                raise AttributeError(
+                    f"member {name!r} ({type(est).__name__}) has no soft_assignments"
+                )
+            parts.append(est.soft_assignments(X))
+        return [
+            np.concatenate([np.asarray(p[n], np.float64) for p in parts], axis=1)
+            for n in range(len(parts[0]))
+        ]
+
+    def _no_decomposition(self, what: str) -> str:
         names = list(getattr(self, "named_estimators_", {}))
         return (
-            f"{type(self).__name__} averages the class probabilities of its members {names}: "
-            f"the mean has no per-vector {method}. Ask a member "
-            f"(named_estimators_[{names[0] if names else 'name'!r}].{method}(X)), or use "
-            "DPPClassifierCV(rule='best') for one model"
+            f"{type(self).__name__}(combine='proba') averages the class probabilities of its "
+            f"members {names}: the mean has no per-vector {what}. Use combine='log_proba' (a "
+            "mean of the members' scores, which decomposes exactly), ask a member "
+            f"(named_estimators_[{names[0] if names else 'name'!r}].{what}), or "
+            "instance_proba(X), each vector classified alone"
         )
 
     def save(self, path) -> Path:
@@ -234,7 +338,7 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
         header = {
             "estimator": ENSEMBLE,
             "method": "ensemble",
-            "params": {"names": names, "weights": weights},
+            "params": {"names": names, "weights": weights, "combine": self.combine},
             "members": headers,
             "classes": model_file.jsonable(self.classes_.tolist()),
             "classes_dtype": self.classes_.dtype.kind,
@@ -288,7 +392,9 @@ def from_file(path: Path, header: dict, arrays: dict, build) -> SetEnsembleClass
         own = {k[len(prefixes[i]) :]: v for k, v in arrays.items() if k.startswith(prefixes[i])}
         fitted.append((str(name), build(path, member, own)))
     ensemble = SetEnsembleClassifier(
-        estimators=[(n, clone(e)) for n, e in fitted], weights=params.get("weights")
+        estimators=[(n, clone(e)) for n, e in fitted],
+        weights=params.get("weights"),
+        combine=params.get("combine", LEGACY_COMBINE),
     )
     try:
         ensemble._members()
