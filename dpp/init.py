@@ -12,6 +12,7 @@ prototype every prototype starts from the same value.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from sklearn.cluster import KMeans
@@ -90,4 +91,4 @@ def init_log_beta(
         median = sq.mean() if sq.mean() > 0 else 1.0
     log_beta = np.log(scale / median)
     shape = (centres.shape[0],) if per_prototype else ()
-    return jnp.full(shape, log_beta, dtype=dtype)
+    return jax.device_put(np.full(shape, log_beta, dtype=dtype))  # no staging program

@@ -212,12 +212,24 @@ def pack(
     set_count = np.concatenate([counts, np.zeros(pad)]).astype(np.int32)
     slots = max(power_of_two(max(int(counts.max()), MIN_BUCKET)), min_slots)
     return Packing(
-        jnp.asarray(start),
-        jnp.asarray(first_set),
-        jnp.asarray(set_count),
-        jnp.arange(block, dtype=jnp.int32),
-        jnp.arange(slots, dtype=jnp.int32),
+        to_device(start),
+        to_device(first_set),
+        to_device(set_count),
+        to_device(np.arange(block, dtype=np.int32)),
+        to_device(np.arange(slots, dtype=np.int32)),
     )
+
+
+def to_device(array, dtype=None) -> jax.Array:
+    """A host array on the default device as it is (cast on the host to ``dtype`` if given).
+
+    ``jax.device_put`` of a NumPy array compiles nothing, where ``jnp.asarray`` of one compiles
+    a staging program per shape and dtype (``jit(stage)``, ``jit(convert_element_type)``,
+    ``jit(iota)`` for ``jnp.arange``: JAX 0.10): sets of a new size would compile a handful of
+    programs before the one that computes. NumPy casts float64 to float32 by the same
+    round-to-nearest-even as XLA: the same bits.
+    """
+    return jax.device_put(np.asarray(array, dtype=dtype))
 
 
 def real_sets(sets) -> jax.Array:

@@ -308,7 +308,10 @@ def as_choice(pooling: Pooling | PoolingChoice) -> PoolingChoice:
     if isinstance(pooling, PoolingChoice):
         return pooling
     rho = pooling.rho if isinstance(pooling, GeMPooling) else gem_rho(GEM_P_START)
-    return PoolingChoice(jnp.int32(POOLINGS.index(pooling.kind)), jnp.float32(rho))
+    # on the host: jnp.int32(...) would compile a conversion program
+    return PoolingChoice(
+        jax.device_put(np.int32(POOLINGS.index(pooling.kind))), jax.device_put(np.float32(rho))
+    )
 
 
 def resolved(pooling: Pooling | PoolingChoice) -> Pooling:

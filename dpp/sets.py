@@ -53,6 +53,7 @@ from dpp.padding import (  # noqa: F401  (re-exported: the padding rules' old ho
     power_of_two,
     real_sets,
     sets_bucket,
+    to_device,
 )
 
 #: Absolute tolerance on the row sums of the labels (float32 rounding of proportions).
@@ -305,11 +306,11 @@ class RaggedSets:
         if not np.all(np.isfinite(weights)) or np.any(weights < 0):
             raise ValueError("weights must be finite and non-negative")
         return cls(
-            vectors=jnp.asarray(vectors, dtype=dtype),
-            set_ids=jnp.asarray(set_ids, dtype=jnp.int32),
-            labels=None if labels is None else jnp.asarray(labels, dtype=dtype),
-            weights=jnp.asarray(weights, dtype=dtype),
-            members=None if members is None else jnp.asarray(members, dtype=jnp.int32),
+            vectors=to_device(vectors, dtype),
+            set_ids=to_device(set_ids, np.int32),
+            labels=None if labels is None else to_device(labels, dtype),
+            weights=to_device(weights, dtype),
+            members=None if members is None else to_device(members, np.int32),
             num_sets=n,
         )
 
@@ -358,11 +359,11 @@ class RaggedSets:
             used, members = np.unique(np.asarray(self.members)[order], return_inverse=True)
             new_vectors, members = vectors[used], members.astype(np.int32)
         return RaggedSets(
-            vectors=jnp.asarray(new_vectors),
-            set_ids=jnp.asarray(set_ids),
-            labels=None if self.labels is None else self.labels[indices],
-            weights=self.weights[indices],
-            members=None if members is None else jnp.asarray(members),
+            vectors=to_device(new_vectors),
+            set_ids=to_device(set_ids),
+            labels=None if self.labels is None else to_device(np.asarray(self.labels)[indices]),
+            weights=to_device(np.asarray(self.weights)[indices]),
+            members=None if members is None else to_device(members),
             num_sets=int(indices.size),
         )
 
@@ -418,7 +419,7 @@ class RaggedSets:
         weights = np.asarray(self.weights)
         weights = np.concatenate([weights, np.zeros((num_sets - n,), weights.dtype)])
         vectors, set_ids, labels, weights, members = (
-            None if a is None else jnp.asarray(a)
+            None if a is None else to_device(a)
             for a in (vectors, set_ids, labels, weights, members)
         )
         return RaggedSets(vectors, set_ids, labels, weights, members, num_sets)
@@ -465,7 +466,7 @@ class RaggedSets:
             raise ValueError(f"weights must be [{self.num_sets}], got {weights.shape}")
         if not np.all(np.isfinite(weights)) or np.any(weights < 0):
             raise ValueError("weights must be finite and >= 0")
-        return dataclasses.replace(self, weights=jnp.asarray(weights))
+        return dataclasses.replace(self, weights=to_device(weights))
 
     @staticmethod
     def concatenate(first: RaggedSets, second: RaggedSets) -> RaggedSets:
@@ -484,21 +485,20 @@ class RaggedSets:
             raise ValueError("concatenate: the sets differ in their number of classes")
         labels = None
         if first.labels is not None:
-            labels = jnp.asarray(
-                np.concatenate([np.asarray(first.labels), np.asarray(second.labels)])
-            )
+            labels = np.concatenate([np.asarray(first.labels), np.asarray(second.labels)])
+            labels = to_device(labels)
         return dataclasses.replace(
             first,
-            vectors=jnp.asarray(
+            vectors=to_device(
                 np.concatenate([np.asarray(first.vectors), np.asarray(second.vectors)])
             ),
-            set_ids=jnp.asarray(
+            set_ids=to_device(
                 np.concatenate(
                     [np.asarray(first.set_ids), np.asarray(second.set_ids) + first.num_sets]
                 ).astype(np.int32)
             ),
             labels=labels,
-            weights=jnp.asarray(
+            weights=to_device(
                 np.concatenate([np.asarray(first.weights), np.asarray(second.weights)])
             ),
             num_sets=first.num_sets + second.num_sets,
@@ -517,7 +517,7 @@ class RaggedSets:
             )
         if not np.all(np.isfinite(vectors)):
             raise ValueError("replacement vectors contain NaN or inf")
-        return dataclasses.replace(self, vectors=jnp.asarray(vectors, dtype=self.vectors.dtype))
+        return dataclasses.replace(self, vectors=to_device(vectors, self.vectors.dtype))
 
     def astype(self, dtype) -> RaggedSets:
         """Casts vectors, labels and weights to ``dtype``."""

@@ -8,11 +8,10 @@ predictions, so the baseline tells how much of a score the encoding actually ear
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from dpp.model import FitReport, FittedModel
-from dpp.sets import RaggedSets
+from dpp.sets import RaggedSets, to_device
 
 
 def fit_class_prior(train: RaggedSets, centres: np.ndarray) -> FittedModel:
@@ -28,8 +27,8 @@ def fit_class_prior(train: RaggedSets, centres: np.ndarray) -> FittedModel:
     weights = np.asarray(train.weights, np.float64)
     q = weights @ np.asarray(train.labels, np.float64) / weights.sum()
     log_q = np.log(np.maximum(q, np.finfo(np.float32).tiny))
-    theta = jnp.asarray(np.tile(log_q, (centres.shape[0], 1)), dtype=train.vectors.dtype)
-    mu = jnp.asarray(centres, dtype=train.vectors.dtype)
+    theta = to_device(np.tile(log_q, (centres.shape[0], 1)), train.vectors.dtype)
+    mu = to_device(centres, train.vectors.dtype)
     report = FitReport(
         "class_prior",
         "converged",

@@ -26,7 +26,7 @@ from dpp.model.fitted import FittedModel, fit_status, saturated_fraction
 from dpp.model.report import EarlyStopping, FitReport, PrototypeFacts
 from dpp.pooling import as_choice, exponent, make_pooling, resolved
 from dpp.selection import HoldOut, hold_out, round_folds
-from dpp.sets import Layout, RaggedSets
+from dpp.sets import Layout, RaggedSets, to_device
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
     FitResult,
@@ -430,11 +430,11 @@ def _internal_start(train, centres, settings, start, beta_scale, per_prototype_b
             settings,
             Params(*_warm_start(start, normalizer, train, per_prototype_beta), start.pooling),
         )
-    mu0 = jnp.asarray(centres, dtype=dtype)
+    mu0 = to_device(centres, dtype)  # on the host: no staging program per shape
     log_beta0 = init_log_beta(
         np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
     )
-    theta0 = jnp.zeros((centres.shape[0], train.num_classes), dtype=dtype)
+    theta0 = to_device(np.zeros((centres.shape[0], train.num_classes)), dtype)
     return normalizer, train, settings, Params(mu0, log_beta0, theta0, pooling)
 
 

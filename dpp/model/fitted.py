@@ -13,7 +13,6 @@ import dataclasses
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
@@ -33,7 +32,7 @@ from dpp.model.report import (  # noqa: F401  (re-exported)
     FitReport,
 )
 from dpp.pooling import MEAN, Pooling
-from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size, sets_bucket
+from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size, sets_bucket, to_device
 from dpp.solvers.coordinate_ascent import (
     FitResult,
 )
@@ -49,7 +48,20 @@ STATIONARY_GRAD_NORM = 1e-4
 
 _encode_soft_jit = jax.jit(encode_soft)
 _encode_hard_jit = jax.jit(encode_hard)
-_log_predictive = jax.jit(log_predictive)
+
+
+@jax.jit
+def _predict_soft_jit(sets, mu, log_beta, theta, pooling):
+    """Eq. (16) on eqs. (2, 3): a bucket's log class probabilities, one program."""
+    return log_predictive(encode_soft(sets, mu, log_beta, pooling), theta)
+
+
+@jax.jit
+def _predict_hard_jit(sets, mu, theta):
+    """Eq. (16) on the hard encoder's histograms (eq. 1), one program."""
+    return log_predictive(encode_hard(sets, mu), theta)
+
+
 _max_codes = jax.jit(max_codes)
 _membership_codes = jax.jit(membership_codes)
 _membership_shares = jax.jit(membership_shares)
@@ -61,7 +73,7 @@ def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, 
     u = vectors.shape[0]
     padded = np.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
     padded[:u] = vectors  # on the host: an eager pad would compile once per size
-    codes = _max_codes(jnp.asarray(padded), mu, log_beta)
+    codes = _max_codes(to_device(padded), mu, log_beta)
     return float(np.mean(np.asarray(codes)[:u] > SATURATED_CODE))
 
 
@@ -142,17 +154,27 @@ class FittedModel:
             return _encode_hard_jit(sets, self.mu)
         return _encode_soft_jit(sets, self.mu, self.log_beta, self.pooling)
 
-    def encode(self, sets: RaggedSets) -> Float[Array, "N K"]:
-        """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1)."""
-        return self._encode_bucketed(sets)[: sets.num_sets]
+    def encode(self, sets: RaggedSets) -> np.ndarray:
+        """``[N, K]`` set representations ``z`` (eq. 2 over eq. 3 or eq. 1), a host array.
 
-    def log_predictive(self, sets: RaggedSets) -> Float[Array, "N C"]:
-        """``[N, C]`` log class probabilities of eq. (16) for each set.
+        Cut to the ``N`` real sets on the host: a slice of the device array would compile a
+        program per ``N``.
+        """
+        return np.asarray(self._encode_bucketed(sets))[: sets.num_sets]
+
+    def log_predictive(self, sets: RaggedSets) -> np.ndarray:
+        """``[N, C]`` log class probabilities of eq. (16) for each set, a host array.
 
         Finite for every finite input: the encoders of :mod:`dpp.encoding` are finite for every
-        ``beta`` and the log-softmax is stable.
+        ``beta`` and the log-softmax is stable. One compiled program per bucket of the sets'
+        shapes (:meth:`~dpp.sets.RaggedSets.bucketed`): the encoding and eq. (16) together.
         """
-        return _log_predictive(self._encode_bucketed(sets), self.theta)[: sets.num_sets]
+        padded = self.internal_sets(sets).bucketed()
+        if self.log_beta is None:
+            log_p = _predict_hard_jit(padded, self.mu, self.theta)
+        else:
+            log_p = _predict_soft_jit(padded, self.mu, self.log_beta, self.theta, self.pooling)
+        return np.asarray(log_p)[: sets.num_sets]
 
     def _memberships_padded(self, sets: RaggedSets) -> RaggedSets:
         """Internal-unit sets padded to bucketed ``N``, ``T`` (and ``U``), unpacked.
@@ -310,8 +332,11 @@ def fit_status(
         return _failed(early, step, "the parameters kept are those of the last finite best")
     diag = result.diagnostics
     last = int(result.num_rounds)
-    progress = bool(diag.prototype_accepted[last]) or bool(diag.theta_accepted[last])
-    grad_norm = float(diag.grad_norm[last])
+    # read on the host: indexing a device array compiles a program per call site
+    progress = bool(np.asarray(diag.prototype_accepted)[last]) or bool(
+        np.asarray(diag.theta_accepted)[last]
+    )
+    grad_norm = float(np.asarray(diag.grad_norm)[last])
     if saturated_fraction >= SATURATED_FRACTION:
         return "saturated", (
             f"{100 * saturated_fraction:.1f}% of the training vectors have one-hot codes, where "
