@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: different methods pair across them), what they measured, the paired comparisons
 #: ``(a, b)`` (a - b), and the decision, ``(candidates, reference)``
 #: (:func:`dpp.experiment.suite.decision_table`: the largest mean gain that is significantly
-#: worse on no family), or ``None``.
+#: worse on no family), or ``None``; optionally ``methods`` (only their records, of runs that
+#: hold more) and ``instance_pairs`` (paired instance AUC).
 SECTIONS = (
     {
         "title": "Issue 52: the first look",
@@ -76,6 +77,27 @@ SECTIONS = (
         "decision": (("dpp_plain",), "dpp_plain_tol"),
         "separate": True,
     },
+    {
+        "title": "Issue 53: how the default ensemble combines its members",
+        "folders": ("combine_a", "combine_b", "combine_attention", "combine_attention_rest",
+                    "embedded_default", "max_instance_proba"),
+        "methods": ("dpp_proba", "dpp_log_proba", "attention_mil", "dpp_max"),
+        "purpose": "Every task, 3 draws x 5 folds (2-core CPU): `DPPClassifierCV()`'s ensemble "
+        "of the per-pooling winners, its members' class probabilities averaged (`dpp_proba`, "
+        "the default before) against their log-probabilities averaged and renormalised "
+        "(`dpp_log_proba`, a product of experts), scored on the same fitted members (one fit "
+        "per unit, so the difference is the combination's alone). The mean of log-probabilities "
+        "decomposes exactly into per-vector `instance_scores` (instance AUC below), the mean of "
+        "probabilities has none (`instance_proba`, each vector alone, for both). Attention MIL "
+        "on the tasks with instance labels, the same units, for the evidence: 3 draws of "
+        "`witness_d10_r10` and `witness_d50_r05` (`combine_attention`, stopped there for time), "
+        "of `digit_bags_m10_n100` and `digit_bags_m50_n50` (from `embedded_default`), draw 0 of "
+        "the other five; and `DPPClassifierCV(pooling=['max'])` (`dpp_max`) on draw 0 of the "
+        "witness tasks, for `instance_proba` under max pooling.",
+        "pairs": [("dpp_log_proba", "dpp_proba")],
+        "decision": (("dpp_log_proba",), "dpp_proba"),
+        "instance_pairs": [("dpp_log_proba", "attention_mil")],
+    },
 )  # fmt: skip
 
 
@@ -122,6 +144,8 @@ def page() -> str:
             lines += _separate(section, runs)
             continue
         records = _pooled([r["records"] for r in runs])
+        if section.get("methods"):  # the methods this section compares, of runs of more
+            records = [r for r in records if r["method"] in section["methods"]]
         for folder, run in zip(section["folders"], runs, strict=False):
             lines += [f"- `{_command(run, folder)}`: {run.get('status')}, "
                       f"{len(run['records'])} fits"]  # fmt: skip
@@ -131,6 +155,8 @@ def page() -> str:
                 lines += ["", compare_table(records, a, b, metric)]
         if section["decision"] is not None:
             lines += ["", "The decision:", "", decision_table(records, *section["decision"])]
+        for a, b in section.get("instance_pairs", ()):  # evidence: instance AUC, paired
+            lines += ["", compare_table(records, a, b, "instance_auc")]
     return "\n".join(lines) + "\n"
 
 

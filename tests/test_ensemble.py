@@ -29,7 +29,7 @@ def _members():
 
 @pytest.fixture(scope="module")
 def fitted():
-    return SetEnsembleClassifier(_members(), weights=[1.0, 2.0, 1.0]).fit(X, Y)
+    return SetEnsembleClassifier(_members(), weights=[1.0, 2.0, 1.0], combine="proba").fit(X, Y)
 
 
 def test_predicts_the_weighted_mean_of_its_members_fitted_alone(fitted):
@@ -228,7 +228,8 @@ def _two_class(n=40, seed=3):
 @pytest.mark.extended
 def test_the_default_rule_is_the_ensemble_of_the_per_pooling_selections_to_the_bit(tmp_path):
     """``DPPClassifierCV()``'s default (``rule="ensemble"``) is what the suite measured as
-    ``dpp_ensemble``: three selections with one pooling each, their probabilities averaged."""
+    ``dpp_ensemble``: three selections with one pooling each, their predictions combined (the
+    mean of log-probabilities: exact per-vector evidence)."""
     X, y = _two_class(60)
     base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
     grid = {"l2s": [1e-2, 1e-1], "cv": 3, "max_extensions": 1}
@@ -249,8 +250,13 @@ def test_the_default_rule_is_the_ensemble_of_the_per_pooling_selections_to_the_b
     loaded = dpp.load(cv.save(tmp_path / "default.npz"))
     np.testing.assert_array_equal(loaded.predict_proba(X[:9]), cv.predict_proba(X[:9]))
     assert cv.transform(X[:4]).shape == (4, 9)  # three members' z side by side
-    with pytest.raises(NotImplementedError, match=r"\['mean', 'max', 'gem'\]"):
-        cv.instance_scores(X[:2])
+    # the default combination decomposes: the members' mean scores, summing to the ensemble's
+    from scipy.special import log_softmax
+
+    scores = cv.instance_scores(X[:4])
+    totals = np.stack([s.sum(0) for s in scores]) + cv.intercept_
+    np.testing.assert_allclose(log_softmax(totals, 1), cv.predict_log_proba(X[:4]), atol=1e-5)
+    assert [c.shape[1] for c in cv.soft_assignments(X[:2])] == [9, 9]
 
 
 def test_the_ensemble_rule_with_one_member_is_the_best_rule():

@@ -231,13 +231,28 @@ def test_digit_bags_follow_the_protocol():
     assert not any(v.tobytes() in train for v in vectors[ids >= 60])
 
 
-def test_predict_script_writes_every_vectors_scores_beside_the_predictions(rng, tmp_path):
+def _ensemble_model():
+    """The default's kind of model: members' log-probabilities averaged (issue 53)."""
+    from dpp.estimators.ensemble import SetEnsembleClassifier
+
+    return SetEnsembleClassifier([
+        ("dpp", dpp.DPPClassifier(n_prototypes=3, max_rounds=2, validation_fraction=0.0)),
+        ("bow", dpp.BagOfWordsClassifier(n_prototypes=3, Cs=(1.0,), cv=2)),
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda: dpp.BagOfWordsClassifier(n_prototypes=3, Cs=(1.0,), cv=2), _ensemble_model],
+    ids=["bag_of_words", "ensemble"],
+)
+def test_predict_script_writes_every_vectors_scores_beside_the_predictions(rng, tmp_path, make):
     import runpy
 
     import pandas as pd
 
     X, y = _problem(rng, n=40)
-    model = dpp.BagOfWordsClassifier(n_prototypes=3, Cs=(1.0,), cv=2).fit(X, y)
+    model = make().fit(X, y)
     model.save(tmp_path / "model.npz")
     ids = np.repeat(np.arange(40) * 10 + 7, [len(x) for x in X])  # ids that are not 0..N-1
     np.savez(tmp_path / "sets.npz", vectors=np.concatenate(X), set_ids=ids)

@@ -26,7 +26,7 @@ The package: :mod:`~dpp.estimators.base` (inputs and the prototype base class),
 :mod:`~dpp.estimators.baselines` (standard prototype, InfoLoss,
 class prior), :mod:`~dpp.estimators.pooled` (the pooled and bag-of-words logistic
 regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``), :mod:`~dpp.estimators.ensemble`
-(``SetEnsembleClassifier``: members' probabilities averaged) and :mod:`~dpp.estimators.io`
+(``SetEnsembleClassifier``: members' predictions combined) and :mod:`~dpp.estimators.io`
 (``load`` and every estimator by method name).
 """
 

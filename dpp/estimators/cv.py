@@ -232,8 +232,9 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             ignored for the other estimators.
         rule: what the candidates' scores give: ``ensemble`` (the default: each member's best
             candidate, a member being a pooling (and an embedding) with its ``K``, ``l2`` and
-            rounds chosen among its own candidates; the members are refitted and their class
-            probabilities averaged, :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`;
+            rounds chosen among its own candidates; the members are refitted and their
+            predictions combined by ``combine``,
+            :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`;
             with one member it is ``best``), ``best`` (the highest mean validation score, one
             refit), ``one_se`` (the simplest candidate within one standard error of the best:
             mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
@@ -244,10 +245,13 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             (Wilcoxon p = 0.006) and +7.8 ± 0.8 over the paper's mean pooling, worse on no task
             family (docs/defaults.md, "Choosing the default selection").
         combine: how ``rule="ensemble"`` combines its members' predictions
-            (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"proba"``, the mean
-            of their class probabilities, or ``"log_proba"``, the mean of their
-            log-probabilities renormalised, whose ``instance_scores`` and ``intercept_``
-            decompose the ensemble's class scores exactly. Ignored by the other rules.
+            (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
+            default), the mean of their log-probabilities renormalised, whose
+            ``instance_scores`` and ``intercept_`` decompose the ensemble's class scores
+            exactly, or ``"proba"``, the mean of their class probabilities (the default before;
+            no per-vector decomposition). Decided on the suite's broad benchmark: level in
+            accuracy, a higher test log-likelihood, worse on no task family
+            (docs/benchmarks.md, issue 53's section). Ignored by the other rules.
         n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
             core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
             order when it warm-starts) and run in joblib threads (the compiled programs release
@@ -323,7 +327,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         max_extensions: int = 3,
         select_rounds: bool = True,
         rule: str = "ensemble",
-        combine: str = "proba",
+        combine: str = "log_proba",
         n_jobs: int | None = None,
         verbose: bool = False,
     ):

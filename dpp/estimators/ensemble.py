@@ -90,15 +90,15 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
     Args:
         estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted).
             :func:`dpp.estimators.cv.pooling_members` gives DPP's per-pooling winners (what
-            ``DPPClassifierCV()`` fits and averages itself), :func:`seed_members` one member
+            ``DPPClassifierCV()`` fits and combines itself), :func:`seed_members` one member
             per k-means seed. ``None`` (the default, so that ``get_params`` works) is refused
             at ``fit``.
         weights: ``[len(estimators)]`` non-negative weights of the members (not all 0), their
             share of the mean; ``None``: equal.
-        combine: ``"proba"`` (the mean of probabilities; what a model file without it holds)
-            or ``"log_proba"`` (the mean of log-probabilities, renormalised; the members need
-            ``instance_scores`` and ``intercept_`` for the ensemble's). It acts at prediction
-            only: the fitted members are the same under both.
+        combine: ``"log_proba"`` (the default: the mean of log-probabilities, renormalised;
+            the members need ``instance_scores`` and ``intercept_`` for the ensemble's) or
+            ``"proba"`` (the mean of probabilities; what a model file without it holds). It
+            acts at prediction only: the fitted members are the same under both.
 
     Fitted attributes: ``estimators_`` (the fitted members, in order), ``named_estimators_``
     (by name), ``classes_`` (shared by every member), ``n_features_in_``, ``member_statuses_``
@@ -108,7 +108,7 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
     every member's status).
     """
 
-    def __init__(self, estimators=None, weights=None, combine: str = "proba"):
+    def __init__(self, estimators=None, weights=None, combine: str = "log_proba"):
         self.estimators = estimators
         self.weights = weights
         self.combine = combine

@@ -6,7 +6,8 @@ with its default selection and scored on the held-out one:
 
 * ``dpp``: :class:`~dpp.DPPClassifierCV` with its defaults (for each pooling, mean, max and
   gem, ``l2`` and the number of coordinate-ascent rounds by inner CV, the grid extended past an
-  edge; the three winners' probabilities averaged): what a user gets; ``dpp_best`` (the one
+  edge; the three winners' log-probabilities averaged): what a user gets; ``dpp_proba`` and
+  ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one
   best candidate refitted: the default before the broad benchmark), ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
