@@ -242,7 +242,8 @@ def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
     assert list(results["param_pooling"]) == ["mean", "mean", "max", "max"]
     best = int(np.argmax(results["mean_test_score"]))
     assert search.best_params_ == {"n_prototypes": 4, "pooling": results["param_pooling"][best],
-                                   "l2": results["param_l2"][best]}  # fmt: skip
+                                   "l2": results["param_l2"][best], "validation_fraction": 0.0,
+                                   "round_cap": search.best_rounds_}  # fmt: skip
     assert search.best_estimator_.pooling == search.best_params_["pooling"]
     assert search.best_rounds_ == results["rounds"][best]
     # ties go to the stronger l2, then fewer prototypes, no embedding, mean before max
