@@ -466,3 +466,17 @@ def test_dpp_classifier_cv_refuses_what_it_cannot_tune_naming_what_does(
     X, y, _, _ = problem
     with pytest.raises(TypeError, match=message):
         DPPClassifierCV(estimator).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"round_cap": 2}, r"round_cap=2 fixes the number of rounds.*validation_fraction=0"),
+        ({"round_cap": 5, "max_rounds": 3, "validation_fraction": 0.0}, r"at most max_rounds=3"),
+        ({"round_cap": -1, "validation_fraction": 0.0}, "round_cap"),
+    ],
+)
+def test_a_round_cap_that_cannot_hold_is_refused_before_any_fit(problem, params, match):
+    X, y, _, _ = problem
+    with pytest.raises(ValueError, match=match):
+        DPPClassifier(n_prototypes=2, **params).fit(X, y)

@@ -248,8 +248,8 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
             default), the mean of their log-probabilities renormalised, whose
             ``instance_scores`` and ``intercept_`` decompose the ensemble's class scores
-            exactly, or ``"proba"``, the mean of their class probabilities (the default before;
-            no per-vector decomposition). Decided on the suite's broad benchmark: level in
+            exactly, or ``"proba"``, the mean of their class probabilities (no per-vector
+            decomposition). Decided on the suite's broad benchmark: level in
             accuracy, a higher test log-likelihood, worse on no task family
             (docs/benchmarks.md, issue 53's section). Ignored by the other rules.
         n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
