@@ -2,10 +2,11 @@
 
     python scripts/same_bits.py --base 8e86690
 
-Fits, at ``--base`` (a git worktree in a temporary folder) and here, a deprecated embedded DPP
-(``DPPClassifier(embedding=...)``), Deep Sets with mean and max pooling, and the shared-pool
-encodings (values and gradients of mean, max and gem pooling); compares every array, and loads
-the base's model files here. Prints one line per check and exits 1 if any differs.
+Fits, at ``--base`` (a git worktree in a temporary folder) and here, the embedded DPP (in dpp 0.1
+spelt ``DPPClassifier(embedding=...)``, whose model files 0.2 loads), Deep Sets with mean and max
+pooling, and the shared-pool encodings (values and gradients of mean, max and gem pooling);
+compares every array, and loads the base's model files here. Prints one line per check and
+exits 1 if any differs.
 """
 
 from __future__ import annotations
@@ -35,8 +36,13 @@ out, arrays = Path(sys.argv[1]), {}
 rng = np.random.default_rng(0)
 X = [rng.normal(size=(rng.integers(3, 9), 5)) + (i % 2) for i in range(80)]
 y = np.array(["a", "b"] * 40)
-est = dpp.DPPClassifier(n_prototypes=4, embedding=(8,), optimizer="adam", pooling="gem",
-                        optimizer_options={"batch_size": 4, "learning_rate": 3e-3}).fit(X, y)
+try:  # dpp 0.1's spelling of the embedded DPP, whose model files 0.2 loads as that model
+    est = dpp.DPPClassifier(n_prototypes=4, embedding=(8,), optimizer="adam", pooling="gem",
+                            optimizer_options={"batch_size": 4, "learning_rate": 3e-3})
+except TypeError:  # dpp 0.2: the same fit under its own name
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=4, embedding=(8,), pooling="gem", batch_size=4,
+                                    learning_rate=3e-3, dropout=0.0, normalize=False)
+est.fit(X, y)
 arrays["embedded"] = est.predict_proba(X)
 est.save(out / "embedded.npz")
 rng = np.random.default_rng(1)

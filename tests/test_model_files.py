@@ -9,6 +9,7 @@ import functools
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,6 +162,34 @@ def test_arrays_are_checked_against_each_other(files, tmp_path, name, value, mes
     with pytest.raises(ModelFileError) as err:
         dpp.load(path)
     assert message in str(err.value)
+
+
+LEGACY = Path(__file__).parent / "data" / "legacy"
+
+
+def test_a_dpp_0_1_file_of_dpp_classifier_on_an_embedding_loads_as_the_embedded_dpp(tmp_path):
+    """dpp 0.2 removed ``DPPClassifier(embedding=...)``; its model files, written by dpp 0.1
+    (``tests/data/legacy/make_files.py`` at commit e607c07), load through the header mapping
+    as the ``EmbeddedDPPClassifier`` that spelling trained (no dropout, no normalisation,
+    Adam's options taken over) and predict what they predicted, to the bit."""
+    expected = np.load(LEGACY / "dpp_embedding_expected.npz")
+    X_test = np.split(expected["vectors"], np.cumsum(expected["lengths"])[:-1])
+    header, _ = model_file.read(LEGACY / "dpp_embedding.npz")
+    assert header["estimator"] == "DPPClassifier" and header["params"]["embedding"] == [8]
+    loaded = dpp.load(LEGACY / "dpp_embedding.npz")
+    assert type(loaded) is dpp.EmbeddedDPPClassifier
+    assert (loaded.embedding, loaded.dropout, loaded.normalize) == ((8,), 0.0, False)
+    assert (loaded.n_prototypes, loaded.pooling) == (4, "gem")
+    assert (loaded.learning_rate, loaded.batch_size) == (3e-3, 8)  # its optimizer_options
+    assert loaded.fit_report_.status == "early_stopped"
+    np.testing.assert_array_equal(loaded.classes_, expected["classes"])
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), expected["proba"])
+    # saved again, it is an embedded DPP's file, and the same model
+    again = dpp.load(loaded.save(tmp_path / "again.npz"))
+    assert model_file.read(tmp_path / "again.npz")[0]["estimator"] == "EmbeddedDPPClassifier"
+    np.testing.assert_array_equal(again.predict_proba(X_test), expected["proba"])
+    with pytest.raises(TypeError, match="embedding"):
+        dpp.DPPClassifier(embedding=(8,))
 
 
 def test_a_text_file_is_named_as_one(tmp_path):

@@ -176,34 +176,6 @@ def test_dpp_on_a_learned_embedding(problem, tmp_path):
             dpp.EmbeddedDPPClassifier(**params).fit(X, y)
 
 
-def test_the_deprecated_embedding_forwards_to_the_embedded_dpp(problem, tmp_path):
-    """Issue 45: ``DPPClassifier(embedding=...)`` warns, and fits what
-    ``EmbeddedDPPClassifier`` fits with the options it took over, to the bit; its model files
-    keep loading as a ``DPPClassifier`` and predicting the same."""
-    X, y, X_test, _ = problem
-    X, y = X[:60], y[:60]  # 12 held out: early stopping runs, on few sets (a quick fit)
-    old = dpp.DPPClassifier(
-        n_prototypes=4, embedding=(8,), optimizer="adam", pooling="gem",
-        optimizer_options={"batch_size": 8, "learning_rate": 3e-3},
-    )  # fmt: skip
-    with pytest.warns(DeprecationWarning, match=r"use dpp.EmbeddedDPPClassifier") as caught:
-        old.fit(X, y)
-    assert caught[0].filename == __file__  # the user's line, not dpp's
-    new = dpp.EmbeddedDPPClassifier(  # the spelling's model: no dropout (pinned, issue 52)
-        n_prototypes=4, embedding=(8,), pooling="gem", batch_size=8, learning_rate=3e-3,
-        dropout=0.0,
-    ).fit(X, y)  # fmt: skip
-    np.testing.assert_array_equal(old.predict_proba(X_test), new.predict_proba(X_test))
-    assert old.fit_report_.method == "dpp" and old.fit_report_.rounds == new.fit_report_.rounds
-    loaded = dpp.load(old.save(tmp_path / "old.npz"))
-    assert type(loaded) is dpp.DPPClassifier
-    np.testing.assert_array_equal(loaded.predict_proba(X_test), new.predict_proba(X_test))
-    with pytest.raises(ValueError, match="optimizer='lbfgs_optax' cannot train it; the choices"):
-        dpp.DPPClassifier(embedding=(16,)).fit(X, y)
-    with pytest.raises(ValueError, match="one shared beta"):
-        dpp.DPPClassifier(embedding=(16,), optimizer="adam", per_prototype_beta=True).fit(X, y)
-
-
 def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     """Issue 45: ``DPPClassifierCV`` over a ``DPPClassifier`` fits its embedding candidates as
     :class:`dpp.EmbeddedDPPClassifier` with the base's shared parameters (not its patience,

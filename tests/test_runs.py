@@ -44,8 +44,6 @@ def _results(path: Path) -> dict:
         ("dataset.split.train_fraction=1.5", "dataset.split.train_fraction must be"),
         ("figures=[nope]", "figures[0] must be one of"),
         ("model.pooling=sum", "model.pooling must be one of mean, max, gem; got 'sum'"),
-        ("model.embedding=[64,0]", "model.embedding must be a non-empty list of positive"),
-        ("model.embedding=[64]", "optimizer='lbfgs_optax' cannot train it; the choices"),
         ("n_jobs=0", "n_jobs must be null or an int other than 0 (-1: every core), got 0"),
         ("n_jobs=1.5", "n_jobs must be null or an int other than 0 (-1: every core), got 1.5"),
     ],
@@ -57,6 +55,16 @@ def test_bad_settings_fail_before_any_data_is_read(tmp_path, override, message):
         run(cfg, output_dir=tmp_path / "run")
     assert message in str(err.value)
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_the_paper_model_has_no_embedding_since_0_2():
+    """``model=dpp`` lost 0.1's deprecated ``embedding``: Hydra refuses the key, naming it
+    (DPP on a learned embedding is ``model=embedded_dpp``)."""
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="model.embedding"):
+        _compose(["model.embedding=[64]"])
+    assert "embedding" in _compose(["model=embedded_dpp"]).model
 
 
 def test_user_error_exits_2_with_one_line_and_no_traceback(tmp_path):

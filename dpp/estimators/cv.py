@@ -559,11 +559,9 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         poolings = [None]
         if self.pooling is not None and "pooling" in params:
             poolings = [check.choice("pooling", p, POOLINGS) for p in self.pooling]
-        embeddings = [None]
-        if "embedding" in params and self.embedding is not None:
+        embeddings = [None]  # embedding candidates: over the paper's model or the embedded one
+        if self.embedding is not None and isinstance(base, DPPClassifier | EmbeddedDPPClassifier):
             embeddings = list(self.embedding)
-        if params.get("embedding") is not None and embeddings == [None]:
-            embeddings = [tuple(params["embedding"])]
         if isinstance(base, EmbeddedDPPClassifier):  # None: its own widths (it has no other)
             embeddings = [tuple(params["embedding"]) if e is None else e for e in embeddings]
         candidates = [

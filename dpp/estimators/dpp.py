@@ -6,20 +6,14 @@ from typing import ClassVar
 
 import jax
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
-from dpp.baselines import neural
 from dpp.baselines.infoloss import InfoLossSettings
-from dpp.errors import warn_caller
-from dpp.estimators.base import PrototypeClassifier, write_model_file
-from dpp.estimators.embedded import EmbeddedDPPClassifier
-from dpp.estimators.neural import Member, network_leaves, restore_network
+from dpp.estimators.base import PrototypeClassifier
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
 from dpp.model.fit import FIT_RULES
-from dpp.model.report import FitReport
 from dpp.pooling import POOLINGS
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
@@ -70,12 +64,6 @@ class DPPClassifier(PrototypeClassifier):
             multiple-instance assumption) or ``gem`` (a generalised mean whose exponent
             ``p = 1 + softplus(rho)`` in ``[1, 64]`` is learned with the prototypes from
             ``p = 3``; mean and max are its limits). ``DPPClassifierCV`` can choose it.
-        embedding: deprecated (removed in the next release): ``None``, the paper's model and
-            the default. Widths such as ``(256, 128, 64)`` forward the fit to
-            :class:`~dpp.EmbeddedDPPClassifier` (DPP on a learned embedding) with its
-            defaults, ``optimizer_options`` ``learning_rate`` and ``batch_size`` taken over
-            and a ``DeprecationWarning``; it needs ``optimizer="adam"``, one shared ``beta``
-            and one device. Model files written with it load and predict as before.
         beta_prior: prior on ``log beta``: ``none``, ``lognormal`` (Gaussian on ``log beta``
             with mean ``beta_prior_loc`` and s.d. ``beta_prior_scale``) or ``gamma`` (shape
             ``beta_prior_loc``, rate ``beta_prior_scale``), in the units of the preprocessed
@@ -137,7 +125,6 @@ class DPPClassifier(PrototypeClassifier):
         beta_scale: float = 1.0,
         per_prototype_beta: bool = False,
         pooling: str = "mean",
-        embedding=None,
         beta_prior: str = _FIT.prior.kind,
         beta_prior_loc: float = _FIT.prior.loc,
         beta_prior_scale: float = _FIT.prior.scale,
@@ -167,7 +154,6 @@ class DPPClassifier(PrototypeClassifier):
         self.beta_scale = beta_scale
         self.per_prototype_beta = per_prototype_beta
         self.pooling = pooling
-        self.embedding = embedding
         self.beta_prior = beta_prior
         self.beta_prior_loc = beta_prior_loc
         self.beta_prior_scale = beta_prior_scale
@@ -193,7 +179,6 @@ class DPPClassifier(PrototypeClassifier):
         "beta_scale": check.Real(low=0, low_open=True),
         "per_prototype_beta": check.Bool(),
         "pooling": check.Choice(POOLINGS),
-        "embedding": check.Optional(check.Widths()),
         "beta_prior": check.Choice(("none", "lognormal", "gamma")),
         "beta_prior_loc": check.Real(),
         "beta_prior_scale": check.Real(low=0, low_open=True),
@@ -215,19 +200,6 @@ class DPPClassifier(PrototypeClassifier):
                 raise ValueError(
                     f"round_cap={self.round_cap} must be at most max_rounds={self.max_rounds}"
                 )
-        if self.embedding is None:
-            return
-        widths = tuple(self.embedding)
-        if self.optimizer != "adam":
-            raise ValueError(
-                f"embedding={widths} is trained with mu, beta and Theta by Adam epochs: "
-                f"optimizer={self.optimizer!r} cannot train it; the choices with an embedding: "
-                "'adam'"
-            )
-        if self.per_prototype_beta:
-            raise ValueError(f"embedding={widths} takes one shared beta: per_prototype_beta=False")
-        if self.devices != 1:
-            raise ValueError(f"embedding={widths} fits on one device: devices=1")
 
     def _prior(self) -> BetaPrior:
         try:
@@ -279,11 +251,10 @@ class DPPClassifier(PrototypeClassifier):
                 (:meth:`~dpp.sets.Layout.covering` of every set that several fits hold), so
                 that those fits run one compiled program: :class:`DPPClassifierCV` gives its
                 folds and refit one, and an experiment its trials. It changes shapes only, not
-                the fit (ignored with an ``embedding``).
+                the fit.
             any_pooling: compile the fit as one program for every pooling, the kind as data
                 (:class:`dpp.pooling.PoolingChoice`): what :class:`DPPClassifierCV` passes
-                when it selects among poolings. The same fit as without it, to the bit
-                (ignored with an ``embedding``).
+                when it selects among poolings. The same fit as without it, to the bit.
 
         Returns:
             ``self``.
@@ -315,14 +286,6 @@ class DPPClassifier(PrototypeClassifier):
         layout=None,
         any_pooling=False,
     ) -> FittedModel:
-        if self.embedding is not None:
-            if validation_sets is not None or self.round_cap is not None:
-                raise ValueError(
-                    "validation_sets and round_cap choose coordinate-ascent rounds; with an "
-                    "embedding, early stopping holds out validation_fraction of the sets"
-                )
-            self._deprecated()
-            return self._forward()._fit_model(sets, seed)
         start = self._warm_model(sets)
         if start is not None and (
             np.ndim(start.log_beta) != int(bool(self.per_prototype_beta))
@@ -350,72 +313,3 @@ class DPPClassifier(PrototypeClassifier):
             layout=layout,
             any_pooling=bool(any_pooling),
         )
-
-    # ------------------------------------------------------------------ deprecated embedding
-    def _forward(self) -> _Forward:
-        """The :class:`EmbeddedDPPClassifier` a deprecated ``embedding`` forwards to.
-
-        The embedded DPP as this spelling fitted it when it was deprecated (no dropout, no
-        normalisation), whatever :class:`EmbeddedDPPClassifier`'s defaults are since: its fits
-        and model files stay what they were.
-        """
-        return _Forward.like(self, dropout=0.0, normalize=False)
-
-    def _deprecated(self) -> None:
-        warn_caller(
-            f"DPPClassifier(embedding={tuple(self.embedding)}) is deprecated and will be removed "
-            "in the next release: use dpp.EmbeddedDPPClassifier(embedding=..., learning_rate=..., "
-            "max_epochs=..., patience=...), the same fit with its training parameters explicit "
-            "(this one's mode, max_rounds, tol, patience and beta_prior do not apply to it)",
-            DeprecationWarning,
-        )
-
-    def _finish(self, network, report: FitReport):
-        """Sets the fitted attributes from a network trained by ``fit_together``."""
-        self._set_fitted(self._forward()._embedded_fit(network, report))
-        self._warn_status()
-        return self
-
-    def _member(self, sets: RaggedSets, seed: int) -> Member:
-        """The embedded fit as a :class:`~dpp.estimators.neural.Member` (deprecated path).
-
-        Raises:
-            ValueError: without an ``embedding`` (coordinate ascent is not batched).
-        """
-        if self.embedding is None:
-            raise ValueError("only DPP on an embedding is trained by Adam epochs that batch")
-        self._deprecated()
-        return self._forward()._member(sets, seed)
-
-    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
-        """The paper's model's arrays, or an embedded network's ``net_*``."""
-        if self.embedding is not None:
-            return frozenset(), frozenset(), "net_"
-        return super()._file_arrays()
-
-    def save(self, path):
-        """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
-
-        See :meth:`PrototypeClassifier.save`; with an embedding the file holds the network's
-        arrays (``net_000`` ...), rebuilt from the parameters when loaded.
-        """
-        if self.embedding is None:
-            return super().save(path)
-        check_is_fitted(self, "model_")
-        leaves = network_leaves(self.model_.network)
-        return write_model_file(self, path, "dpp", leaves, self.fit_report_.to_dict())
-
-    def _restore(self, path, header: dict, arrays: dict, dim: int) -> None:
-        if self.embedding is None:
-            return super()._restore(path, header, arrays, dim)
-        skeleton = self._forward()._network(dim, len(header["classes"]), jax.random.key(0))
-        network = restore_network(path, skeleton, arrays)
-        report = FitReport.from_dict("dpp", header["info"])
-        self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), report))
-        return None
-
-
-class _Forward(EmbeddedDPPClassifier):
-    """What ``DPPClassifier(embedding=...)`` fits: its reports keep the method name ``dpp``."""
-
-    method = "dpp"

@@ -173,19 +173,21 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     }  # fmt: skip
 
     #: ``optimizer_options`` of the start's Theta-step (L-BFGS, :mod:`dpp.solvers.options`);
-    #: ``None``: its defaults. What a deprecated ``DPPClassifier(embedding=...)`` hands over.
+    #: ``None``: its defaults. What :meth:`like` takes over from an Adam-trained estimator.
     _theta_options: dict | None = None
 
     @classmethod
     def like(cls, estimator, **params) -> EmbeddedDPPClassifier:
         """The embedded DPP with ``estimator``'s shared parameters, updated by ``params``.
 
-        What ``DPPClassifier(embedding=...)`` forwards to, and what :class:`DPPClassifierCV`
-        fits for an embedding candidate: ``n_prototypes``, ``l2``, ``pooling``,
-        ``validation_fraction``, ``beta_scale``, the preprocessing, k-means, ``random_state``
-        and ``verbose`` are ``estimator``'s where it has them; with ``optimizer="adam"``, its
-        ``optimizer_options`` ``learning_rate`` and ``batch_size`` are taken as well (and its
-        Theta-step options for the start's Theta-step); another optimizer's options are not.
+        What :class:`DPPClassifierCV` fits for an embedding candidate over a
+        :class:`~dpp.DPPClassifier`, and what the model files of dpp 0.1's
+        ``DPPClassifier(embedding=...)`` load as (:mod:`dpp.estimators.io`):
+        ``n_prototypes``, ``l2``, ``pooling``, ``validation_fraction``, ``beta_scale``, the
+        preprocessing, k-means, ``random_state`` and ``verbose`` are ``estimator``'s where it
+        has them; with ``optimizer="adam"``, its ``optimizer_options`` ``learning_rate`` and
+        ``batch_size`` are taken as well (and its Theta-step options for the start's
+        Theta-step); another optimizer's options are not.
 
         Args:
             estimator: a prototype estimator (e.g. a :class:`~dpp.DPPClassifier`).
@@ -197,8 +199,6 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         shared = {
             k: v for k, v in estimator.get_params(deep=False).items() if k in _SHARED_MEANING
         }  # not patience: a prototype fit's counts rounds, this one's epochs
-        if getattr(estimator, "embedding", None) is not None:
-            shared["embedding"] = tuple(estimator.embedding)
         options = dict(getattr(estimator, "optimizer_options", None) or {})
         adam = getattr(estimator, "optimizer", None) == "adam"  # another's options are not ours
         if adam:

@@ -36,7 +36,7 @@ from dpp.estimators.pooled import (
     PoolingClassifier,
 )
 from dpp.model import FitReport
-from dpp.model_file import FORMAT, FORMAT_VERSION, bad, is_int  # noqa: F401  (dpp.persist's names)
+from dpp.model_file import bad, is_int
 from dpp.units import Affine
 
 #: Every estimator that writes a model file, by method name (the ``method`` in its records).
@@ -64,6 +64,41 @@ NEURAL_ESTIMATORS = {
 }
 #: Arrays every model file may hold besides an estimator's own (its ``_file_arrays()``).
 SHARED_ARRAYS = frozenset({"preprocess_shift", "preprocess_matrix", "param_init"})
+
+
+def upgraded_header(path: Path, header: dict) -> dict:
+    """A model file's header as today's estimators read it.
+
+    dpp 0.1's ``DPPClassifier(embedding=...)`` (removed in 0.2.0) trained the embedded DPP: its
+    files become the :class:`~dpp.EmbeddedDPPClassifier` it fitted, with the parameters it
+    forwarded (:meth:`~dpp.EmbeddedDPPClassifier.like`: no dropout, no normalisation, Adam's
+    ``learning_rate`` and ``batch_size`` from its ``optimizer_options``), the same network
+    arrays and the same predictions. Every other header is returned as it is.
+
+    Raises:
+        ModelFileError: such a header whose parameters ``DPPClassifier`` 0.1 did not take.
+    """
+    params = header.get("params")
+    if (
+        header.get("estimator") != DPPClassifier.__name__
+        or not isinstance(params, dict)
+        or params.get("embedding") is None
+    ):
+        return header
+    old = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
+    widths = old.pop("embedding")
+    try:
+        new = EmbeddedDPPClassifier.like(
+            DPPClassifier(**old), embedding=widths, dropout=0.0, normalize=False
+        )
+    except (TypeError, ValueError) as err:
+        raise bad(path, "params", f"of DPPClassifier(embedding=...) are invalid ({err})") from None
+    return {
+        **header,
+        "estimator": EmbeddedDPPClassifier.__name__,
+        "method": EmbeddedDPPClassifier.method,
+        "params": new.get_params(deep=False),
+    }
 
 
 def _check_header(path: Path, header: dict):
@@ -172,7 +207,7 @@ def _preprocess(path: Path, header: dict, arrays: dict, estimator) -> tuple[Affi
 
 
 def load(path):
-    """Reads an estimator written by its ``save`` (or :func:`dpp.persist.save`).
+    """Reads an estimator written by its ``save``.
 
     One check covers the whole file before anything is built: every header field by the rules
     the constructors use (unknown parameter names refused), every array for dtype, finiteness
@@ -198,6 +233,7 @@ def load(path):
 
 def _build(path: Path, header: dict, arrays: dict):
     """The fitted estimator of one model file's checked header and arrays (see :func:`load`)."""
+    header = upgraded_header(path, header)
     cls, estimator = _check_header(path, header)
     _check_names(path, header, arrays, estimator)
     preprocess, dim = _preprocess(path, header, arrays, estimator)
@@ -213,15 +249,3 @@ def _build(path: Path, header: dict, arrays: dict):
     estimator.preprocess_ = preprocess
     estimator._restore(path, header, arrays, dim)
     return estimator
-
-
-def save(estimator, path) -> Path:
-    """Writes a fitted estimator to ``path``: ``estimator.save(path)`` (the old ``dpp.persist``).
-
-    Returns:
-        The path written.
-
-    Raises:
-        sklearn.exceptions.NotFittedError: for an unfitted estimator.
-    """
-    return estimator.save(path)
