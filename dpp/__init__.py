@@ -24,10 +24,7 @@ import-linter contract in ``pyproject.toml``, checked by CI):
 from __future__ import annotations
 
 import importlib as _importlib
-import importlib.abc as _abc
 import importlib.util as _util
-import sys as _sys
-import warnings as _warnings
 
 #: Every public name of ``import dpp`` and the module that defines it.
 _PUBLIC = {
@@ -68,71 +65,9 @@ _PUBLIC = {
     "use_compilation_cache": "dpp.solvers.cache",
 }
 
-#: Modules that moved, by their old name: importing the old name gives the new module with a
-#: ``DeprecationWarning`` (kept for one release).
-MOVED = {
-    "dpp.compilation": "dpp.experiment.compilation",
-    "dpp.config_check": "dpp.experiment.config_check",
-    "dpp.config_store": "dpp.experiment.config_store",
-    "dpp.discovery": "dpp.experiment.discovery",
-    "dpp.experiment_settings": "dpp.experiment.settings",
-    "dpp.normalize": "dpp.units",
-    "dpp.optuna_sweeper": "dpp.experiment.optuna_sweeper",
-    "dpp.persist": "dpp.estimators.io",
-    "dpp.plots": "dpp.experiment.plots",
-    "dpp.protocol": "dpp.experiment.protocol",
-    "dpp.reporting": "dpp.experiment.reporting",
-    "dpp.run_folder": "dpp.experiment.run_folder",
-    "dpp.splits": "dpp.experiment.splits",
-    "dpp.suite": "dpp.experiment.suite",
-    "dpp.sweep": "dpp.experiment.sweep",
-    "dpp.tables": "dpp.experiment.tables",
-    "dpp.tracking": "dpp.experiment.tracking",
-}
-
 #: Modules of an optional extra, loaded where they are used: ``experiment.optuna_sweeper`` (the
 #: ``sweep`` extra's Optuna; Hydra's sweeper plugin imports it).
 OPTIONAL_MODULES = ("experiment.optuna_sweeper",)
-
-
-class _MovedModules(_abc.MetaPathFinder, _abc.Loader):
-    """Finds a moved module under its old name and loads the module it became."""
-
-    def find_spec(self, fullname, path=None, target=None):  # noqa: D102
-        return _util.spec_from_loader(fullname, self) if fullname in MOVED else None
-
-    def create_module(self, spec):  # noqa: D102
-        return None  # a plain module: the moved one keeps its own __spec__
-
-    def exec_module(self, module):  # noqa: D102
-        _warnings.warn(
-            f"{module.__name__} moved to {MOVED[module.__name__]}; import it from there (the old "
-            "name goes in the next release)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        target = _importlib.import_module(MOVED[module.__name__])
-        names = {k: v for k, v in vars(target).items() if not k.startswith("__")}
-        module.__dict__.update(names, __doc__=target.__doc__)
-        module.__getattr__ = lambda name: getattr(target, name)
-
-
-if not any(isinstance(f, _MovedModules) for f in _sys.meta_path):
-    _sys.meta_path.append(_MovedModules())
-
-
-def lazy_attribute(package: str, name: str):
-    """The submodule ``package.name``, imported on first use.
-
-    Raises:
-        AttributeError: when ``package`` has no submodule ``name``.
-    """
-    fullname = f"{package}.{name}"
-    if name.startswith("__"):
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    if fullname in MOVED or _util.find_spec(fullname) is not None:
-        return _importlib.import_module(fullname)
-    raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
 
 _CACHE_READ = []  # whether $DPP_COMPILATION_CACHE was read in this process
@@ -146,9 +81,9 @@ def __getattr__(name: str):
         value = getattr(_importlib.import_module(_PUBLIC[name]), name)
         globals()[name] = value
         return value
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return lazy_attribute(__name__, name)
+    if name.startswith("__") or _util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")  # a submodule, on first use
 
 
 def __dir__():

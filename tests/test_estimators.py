@@ -7,7 +7,6 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
-from dpp.persist import ModelFileError, load
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -19,7 +18,7 @@ from test_experiment import FAST, _compose
 import dpp
 from dpp.datasets.sets_file import load_sets_file
 from dpp.datasets.synthetic import make_synthetic
-from dpp.errors import ConfigError, DataError, FitWarning
+from dpp.errors import ConfigError, DataError, FitWarning, ModelFileError
 from dpp.estimators import (
     ClassPriorClassifier,
     DPPClassifier,
@@ -28,6 +27,7 @@ from dpp.estimators import (
     StandardPrototypeClassifier,
     as_sets,
 )
+from dpp.estimators.io import load
 from dpp.experiment.runner import run
 from dpp.experiment.splits import split_indices
 from dpp.sets import RaggedSets

@@ -57,15 +57,6 @@ def test_the_model_file_writes_and_reads_the_report(fitted, tmp_path):
         assert loaded.fit_report_ == est.fit_report_
 
 
-def test_fit_info_is_a_deprecated_read_only_view(fitted):
-    est = fitted[0]
-    with pytest.warns(DeprecationWarning, match="fit_report_"):
-        view = est.fit_info_
-    assert dict(view) == est.fit_report_.to_dict()
-    with pytest.raises(TypeError):
-        view["status"] = "converged"
-
-
 def test_one_vocabulary_old_names_read_unknown_refused(fitted, tmp_path):
     old = FitReport.from_dict("pooling", {"status": "iteration_limit", "C": 1.0})
     assert old.status == "max_rounds"

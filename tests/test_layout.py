@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -50,20 +49,16 @@ def test_public_names_and_submodules_come_from_import_dpp():
 
 
 @pytest.mark.parametrize("old", ["protocol", "experiment_settings", "normalize", "persist"])
-def test_a_moved_module_imports_under_its_old_name_with_a_warning(old):
+def test_the_modules_moved_before_0_2_are_gone_under_their_old_names(old):
+    """dpp 0.2 dropped the old names that 0.1 kept with a DeprecationWarning."""
     import importlib
 
+    with pytest.raises(ModuleNotFoundError, match=f"dpp.{old}"):
+        importlib.import_module(f"dpp.{old}")
     import dpp
 
-    new = importlib.import_module(dpp.MOVED[f"dpp.{old}"])
-    sys.modules.pop(f"dpp.{old}", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        alias = importlib.import_module(f"dpp.{old}")
-    assert any(issubclass(w.category, DeprecationWarning) for w in caught)
-    public = [n for n in vars(new) if not n.startswith("_")]
-    assert public and all(getattr(alias, n) is getattr(new, n) for n in public)
-    assert new.__spec__.name == new.__name__  # the moved module keeps its own spec
+    with pytest.raises(AttributeError, match=f"no attribute '{old}'"):
+        getattr(dpp, old)
 
 
 def test_the_layers_contract_is_kept():

@@ -10,7 +10,6 @@ import json
 
 import numpy as np
 import pytest
-from dpp.persist import load
 from test_estimators import QUICK
 from test_experiment import FAST, _compose
 
@@ -21,6 +20,7 @@ from dpp.estimators import (
     DPPClassifierCV,
     StandardPrototypeClassifier,
 )
+from dpp.estimators.io import load
 from dpp.experiment.runner import run
 from dpp.experiment.splits import split_indices
 from dpp.init import kmeans_centres

@@ -30,6 +30,9 @@ regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``), :mod:`~dpp.estima
 (``load`` and every estimator by method name).
 """
 
+import importlib as _importlib
+import importlib.util as _util
+
 from dpp.estimators.base import (
     EXPERIMENT_PARAMS,
     SCORINGS,
@@ -79,6 +82,6 @@ __all__ = [
 
 
 def __getattr__(name: str):  # a submodule, imported on first use (``dpp.estimators.<module>``)
-    from dpp import lazy_attribute
-
-    return lazy_attribute(__name__, name)
+    if name.startswith("__") or _util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import types
-import warnings
 from pathlib import Path
 from typing import ClassVar
 
@@ -248,28 +246,6 @@ def resolve_seed(random_state) -> int:
     return int(random_state)
 
 
-class FitReportView:
-    """``fit_info_``: the deprecated dict view of ``fit_report_`` (kept for one release)."""
-
-    @property
-    def fit_info_(self):
-        """Read-only dict view of :attr:`fit_report_` (its JSON form); deprecated.
-
-        Raises:
-            AttributeError: for an unfitted estimator.
-        """
-        report = self.__dict__.get("fit_report_")
-        if report is None:
-            raise AttributeError(f"{type(self).__name__} is not fitted: no fit_info_")
-        warnings.warn(
-            "fit_info_ is deprecated: read the typed fit_report_ (dpp.FitReport); its JSON form "
-            "is fit_report_.to_dict()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return types.MappingProxyType(report.to_dict())
-
-
 def warn_unclean(estimator) -> None:
     """A :class:`~dpp.errors.FitWarning` at the caller's line for a fit that did not end clean.
 
@@ -281,9 +257,7 @@ def warn_unclean(estimator) -> None:
         warn_caller(f"{estimator._describe()}: fit {report.status}: {report.reason}")
 
 
-class PrototypeClassifier(
-    InstancePredictions, FitReportView, ClassifierMixin, TransformerMixin, BaseEstimator
-):
+class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of the prototype classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_fit_model``. Fitted attributes:
@@ -297,7 +271,7 @@ class PrototypeClassifier(
     * ``classes_`` ``[C]``, ``n_features_in_``, ``history_`` (the objective per round),
       ``n_iter_`` (rounds), ``converged_`` (``True`` only for a fit whose status is
       ``converged``; ``None`` where the method has no iterative status), ``fit_report_``
-      (:class:`dpp.FitReport`; ``fit_info_``, its dict view, is deprecated).
+      (:class:`dpp.FitReport`).
     """
 
     method: ClassVar[str] = ""

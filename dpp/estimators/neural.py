@@ -35,7 +35,6 @@ from dpp import model_file
 from dpp import params as check
 from dpp.baselines import neural
 from dpp.estimators.base import (
-    FitReportView,
     InstancePredictions,
     labelled_sets,
     per_set,
@@ -401,9 +400,9 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
     seeds (``DPPClassifierCV`` over DPP on an embedding, the decision of issue 34).
 
     Args:
-        estimators: unfitted estimators trained by Adam epochs (:class:`NeuralSetClassifier`
-            subclasses, or ``DPPClassifier`` with an ``embedding``; for batching, of equal
-            training settings: ``learning_rate``, ``weight_decay``, ``batch_size``,
+        estimators: unfitted estimators trained by Adam epochs (:class:`AdamTrained`:
+            :class:`NeuralSetClassifier` subclasses and ``EmbeddedDPPClassifier``; for batching,
+            of equal training settings: ``learning_rate``, ``weight_decay``, ``batch_size``,
             ``max_epochs``, ``patience``; others run in a batch of their own).
         training: each estimator's labelled training sets (:class:`~dpp.sets.RaggedSets`).
         chunk: members vectorised at a time (:func:`train_together`).
@@ -422,10 +421,9 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
         )
     members = []
     for est, sets in zip(estimators, training, strict=True):
-        if not hasattr(est, "training_member") or getattr(est, "embedding", ()) is None:
+        if not isinstance(est, AdamTrained):
             raise ValueError(
-                f"fit_together batches Adam-trained fits: {type(est).__name__} with "
-                f"embedding={getattr(est, 'embedding', None)!r} is not one"
+                f"fit_together batches Adam-trained fits: {type(est).__name__} is not one"
             )
         members.append(est.training_member(sets))
     results = train_together(members, chunk)
@@ -502,9 +500,7 @@ class AdamTrained:
         return frozenset(), frozenset(), "net_"
 
 
-class NeuralSetClassifier(
-    AdamTrained, InstancePredictions, FitReportView, ClassifierMixin, BaseEstimator
-):
+class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, BaseEstimator):
     """Shared machinery of the neural set classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted

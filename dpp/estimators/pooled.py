@@ -32,7 +32,6 @@ from dpp.baselines.standard import hard_code_model
 from dpp.errors import warn_caller
 from dpp.estimators.base import (
     SCORINGS,
-    FitReportView,
     InstancePredictions,
     check_shapes,
     labelled_sets,
@@ -51,7 +50,7 @@ from dpp.units import Affine, Normalizer
 logger = logging.getLogger(__name__)
 
 
-class PooledLogisticClassifier(InstancePredictions, FitReportView, ClassifierMixin, BaseEstimator):
+class PooledLogisticClassifier(InstancePredictions, ClassifierMixin, BaseEstimator):
     """Shared machinery: features of each set, then :class:`LogisticHead` with ``C`` by CV.
 
     Subclasses set :attr:`method` and implement ``_fit_features`` and ``_features``. Fitted

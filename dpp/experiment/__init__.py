@@ -23,13 +23,12 @@ matplotlib.
 from __future__ import annotations
 
 import importlib as _importlib
+import importlib.util as _util
 
 
 def __getattr__(name: str):
     if name == "run":  # the runner's entry point, as ``dpp.experiment.run`` was before
         return _importlib.import_module(f"{__name__}.runner").run
-    if name.startswith("__"):
-        raise AttributeError(name)
-    from dpp import lazy_attribute
-
-    return lazy_attribute(__name__, name)
+    if name.startswith("__") or _util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")

@@ -342,7 +342,7 @@ def _trial_figures(
 
 
 def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
-    """Saves a trial's fitted estimators as ``<folder>/<method>.npz`` (:mod:`dpp.persist`).
+    """Saves a trial's fitted estimators as ``<folder>/<method>.npz`` (:mod:`dpp.estimators.io`).
 
     Each estimator was fitted on the trial's raw training sets with the trial's preprocessing
     (``preprocess``), so the file predicts on sets in the dataset loader's units (what
@@ -363,7 +363,7 @@ def save_models(folder: Path, trial: Trial, class_names=()) -> dict[str, Path]:
 
 
 def saves_model(cls) -> bool:
-    """Whether a method's estimator class writes a model file (:mod:`dpp.persist`)."""
+    """Whether a method's estimator class writes a model file (:mod:`dpp.estimators.io`)."""
     return callable(getattr(cls, "save", None))
 
 

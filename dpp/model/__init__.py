@@ -10,6 +10,9 @@
 The names below are those ``from dpp.model import ...`` gave before the split.
 """
 
+import importlib as _importlib
+import importlib.util as _util
+
 from dpp.model.fit import MODES, finish_fit, fit_dpp
 from dpp.model.fitted import (
     CLEAN_STATUSES,
@@ -50,6 +53,6 @@ __all__ = [
 
 
 def __getattr__(name: str):  # a submodule, imported on first use (``dpp.model.<module>``)
-    from dpp import lazy_attribute
-
-    return lazy_attribute(__name__, name)
+    if name.startswith("__") or _util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")

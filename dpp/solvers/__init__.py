@@ -1,5 +1,8 @@
 """Solvers: full-batch L-BFGS/BFGS backends, mini-batch Adam, coordinate ascent."""
 
+import importlib as _importlib
+import importlib.util as _util
+
 from dpp.solvers.coordinate_ascent import (
     FitResult,
     FitSettings,
@@ -27,6 +30,6 @@ __all__ = [
 
 
 def __getattr__(name: str):  # a submodule, imported on first use (``dpp.solvers.<module>``)
-    from dpp import lazy_attribute
-
-    return lazy_attribute(__name__, name)
+    if name.startswith("__") or _util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _importlib.import_module(f"{__name__}.{name}")
