@@ -720,41 +720,62 @@ def summary_table(records: list[dict]) -> str:
         + ".",
         "",
     ]
-    if "dpp" in methods:
-        lines += [
-            "Is DPP (`DPPClassifierCV()`'s defaults) at least as accurate as the best baseline?",
-            "",
-        ]
+    lines += _verdicts(means, methods, tasks)
+    lines += instance_table(frame, tasks, methods)
+    lines += _paired_table(records, frame, methods, tasks)
+    lines += _landings(frame)
+    return "\n".join(lines) + "\n"
+
+
+def _verdicts(means: dict, methods: list[str], tasks: list[str]) -> list[str]:
+    """Per task: whether DPP (``DPPClassifierCV()``'s defaults) beats the best baseline."""
+    if "dpp" not in methods:
+        return []
+    lines = [
+        "Is DPP (`DPPClassifierCV()`'s defaults) at least as accurate as the best baseline?",
+        "",
+    ]
     for task in tasks:
         present = [b for b in BASELINES if (task, b) in means]
-        if ("dpp" not in methods) or (task, "dpp") not in means or not present:
+        if (task, "dpp") not in means or not present:
             continue
         best = max(present, key=lambda b: means[task, b])
         diff = means[task, "dpp"] - means[task, best]
         verdict = "yes" if diff >= 0 else "NO"
         lines.append(f"- {task}: DPP {means[task, 'dpp']:.1f} % against {best} "
                      f"{means[task, best]:.1f} % ({diff:+.1f} points): {verdict}")  # fmt: skip
-    lines += instance_table(frame, tasks, methods)
+    return lines
+
+
+def _paired_table(records: list[dict], frame, methods: list[str], tasks: list[str]) -> list[str]:
+    """Every method's paired accuracy difference against the reference, per task family."""
     reference = next((m for m in ("dpp_mean", "dpp") if m in methods), None)
     others = [m for m in methods if m != reference]
-    if reference is not None and others and len(frame[frame.method == reference]) > 1:
-        lines += [
-            "",
-            f"Paired differences against {reference}, accuracy (points): mean ± s.e. over the "
-            "(task, draw, fold) units both finished (wins/ties/losses, Wilcoxon signed-rank p); "
-            "`python scripts/suite.py --compare A B` gives any pair, per task family.",
-            "",
+    if reference is None or not others or len(frame[frame.method == reference]) <= 1:
+        return []
+    lines = [
+        "",
+        f"Paired differences against {reference}, accuracy (points): mean ± s.e. over the "
+        "(task, draw, fold) units both finished (wins/ties/losses, Wilcoxon signed-rank p); "
+        "`python scripts/suite.py --compare A B` gives any pair, per task family.",
+        "",
+    ]
+    families = list(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))
+    lines += ["| method | all | " + " | ".join(families) + " |",
+              "|---|---|" + "---|" * len(families)]  # fmt: skip
+    for method in others:
+        d = paired_differences(records, method, reference)
+        cells = [_difference_cell(d, 100.0)] + [
+            _difference_cell(d["families"][f], 100.0) if f in d["families"] else "-"
+            for f in families
         ]
-        families = list(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))
-        lines += ["| method | all | " + " | ".join(families) + " |",
-                  "|---|---|" + "---|" * len(families)]  # fmt: skip
-        for method in others:
-            d = paired_differences(records, method, reference)
-            cells = [_difference_cell(d, 100.0)] + [
-                _difference_cell(d["families"][f], 100.0) if f in d["families"] else "-"
-                for f in families
-            ]
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _landings(frame: pd.DataFrame) -> list[str]:
+    """Where the selections landed, the final statuses, and DPP's chosen poolings and rounds."""
+    lines: list[str] = []
     selected = frame[frame.position.notna()] if "position" in frame else frame.iloc[:0]
     positions = selected.groupby(["method", "position"]).size().to_dict()
     statuses = frame[frame.status.notna()].groupby(["method", "status"]).size().to_dict()
@@ -773,7 +794,7 @@ def summary_table(records: list[dict]) -> str:
         rounds = frame[frame.method == "dpp"].rounds.dropna().astype(int).value_counts()
         lines += ["", "DPP rounds chosen by the inner CV (fits): "
                   + ", ".join(f"{r}: {n}" for r, n in sorted(rounds.items()))]  # fmt: skip
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def paired_differences(records: list[dict], a: str, b: str, metric: str = "accuracy") -> dict:
