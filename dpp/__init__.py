@@ -15,7 +15,8 @@ import-linter contract in ``pyproject.toml``, checked by CI):
 
 * :mod:`dpp.experiment`: the experiment layer (Hydra runner, protocol, outputs, sweeps, tracking);
 * :mod:`dpp.estimators`: the scikit-learn estimators and the model file's loader;
-* :mod:`dpp.baselines` and :mod:`dpp.datasets`;
+* :mod:`dpp.baselines`, :mod:`dpp.datasets` and :mod:`dpp.networks` (the models that learn
+  their representation);
 * :mod:`dpp.model` (the fit and its report) and :mod:`dpp.solvers`;
 * the numerics: sets, padding, units, encoding, pooling, classifier, likelihood, gradients,
   init, hyper, sharding, selection, metrics, params, model_file, errors.

@@ -78,7 +78,7 @@ MUTATIONS = (
     Mutation(
         "network_ignores_sample_weight",
         "the networks' training loss weighs every real set 1",
-        "baselines/neural.py",
+        "networks/training.py",
         "return -jnp.sum(batch.weights * ll) / jnp.sum(batch.weights) + model.penalty()",
         "real = (batch.weights > 0).astype(ll.dtype)\n"
         "        return -jnp.sum(real * ll) / jnp.sum(real) + model.penalty()",
@@ -91,7 +91,7 @@ MUTATIONS = (
     Mutation(
         "network_argmax_labels",
         "the networks fit the argmax of soft labels",
-        "baselines/neural.py",
+        "networks/training.py",
         "return jnp.sum(bucket.labels * jax.nn.log_softmax(logits, axis=1), axis=1)",
         "hard = jax.nn.one_hot(jnp.argmax(bucket.labels, axis=1), bucket.labels.shape[1])\n"
         "    return jnp.sum(hard * jax.nn.log_softmax(logits, axis=1), axis=1)",

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import dpp
-from dpp.baselines import diagnostics, neural
 from dpp.datasets.suite import make_witness
 from dpp.estimators.diagnosis import trace_training
 from dpp.estimators.neural import plan_member
+from dpp.networks import diagnostics, readout, training
 
 SMALL = {"embedding": (16, 8), "max_epochs": 12, "patience": 3, "batch_size": 4}
 
@@ -42,11 +42,11 @@ def test_the_trace_follows_the_fit_it_explains(problem):
     plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL)
                        .training_member(X, y))  # fmt: skip
     settings = plan.member.settings
-    after = neural.train(
+    after = training.train(
         plan.start, plan.buckets, plan.validation, plan.train_key, settings, jnp.int32(6),
         jnp.asarray(False),
     ).model  # fmt: skip
-    expected = float(neural.mean_log_likelihood(after, plan.buckets))
+    expected = float(training.mean_log_likelihood(after, plan.buckets))
     assert trace[-1]["train_ll"] == pytest.approx(expected, abs=2e-5)
     for state in trace:  # the geometry of an embedded DPP is read off at every epoch
         assert 0.0 <= state["one_hot"] <= 1.0 and 0.0 <= state["dead"] < 1.0
@@ -72,8 +72,8 @@ def test_the_gradient_norm_of_theta_is_its_closed_form(problem):
     grad = np.zeros(model.theta.shape)
     total = 0.0
     for bucket in plan.buckets:
-        z = np.asarray(neural.embedded_codes(model, bucket), np.float64)
-        p = np.exp(np.asarray(neural.log_proba(model, bucket), np.float64))
+        z = np.asarray(readout.embedded_codes(model, bucket), np.float64)
+        p = np.exp(np.asarray(readout.log_proba(model, bucket), np.float64))
         w = np.asarray(bucket.weights, np.float64)
         grad -= (z * w[:, None]).T @ (np.asarray(bucket.labels, np.float64) - p)
         total += w.sum()
@@ -108,7 +108,7 @@ def test_normalised_codes_ignore_the_embeddings_scale(problem):
     est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **SMALL).fit(X, y)
     net = est.model_.network
     np.testing.assert_allclose(np.linalg.norm(est.prototypes_, axis=1), 1.0, rtol=1e-5)
-    bucket = neural.bucketize(est.preprocess_.sets(dpp.sets.RaggedSets.from_list(X)), 1, 2)[0][0]
+    bucket = training.bucketize(est.preprocess_.sets(dpp.sets.RaggedSets.from_list(X)), 1, 2)[0][0]
     last = len(net.embedding.layers) - 1
 
     def scaled(model):
@@ -119,11 +119,11 @@ def test_normalised_codes_ignore_the_embeddings_scale(problem):
         )  # fmt: skip
 
     np.testing.assert_allclose(
-        neural.vector_codes(scaled(net), bucket), neural.vector_codes(net, bucket), atol=1e-5
+        readout.vector_codes(scaled(net), bucket), readout.vector_codes(net, bucket), atol=1e-5
     )
     plain = dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).fit(X, y).model_.network
     assert not np.allclose(
-        neural.vector_codes(scaled(plain), bucket), neural.vector_codes(plain, bucket), atol=1e-3
+        readout.vector_codes(scaled(plain), bucket), readout.vector_codes(plain, bucket), atol=1e-3
     )
 
 

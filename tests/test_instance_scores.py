@@ -14,11 +14,11 @@ from scipy.special import log_softmax
 from sklearn.metrics import roc_auc_score
 
 import dpp
-from dpp.baselines import neural
 from dpp.datasets.suite import make_digit_bags, make_witness
 from dpp.encoding import soft_assignment
 from dpp.model import FittedModel
 from dpp.model.report import FitReport
+from dpp.networks import layers, readout
 from dpp.pooling import make_pooling
 from dpp.sets import RaggedSets
 
@@ -98,15 +98,15 @@ def _as_float64(module):
 def test_network_scores_sum_to_the_logits_less_the_bias(x64, rng, name):
     key = jax.random.key(3)
     if name in ("attention", "gated"):
-        net = neural.AttentionMIL(5, 3, (8, 6), 0.0, 4, name == "gated", key=key)
+        net = layers.AttentionMIL(5, 3, (8, 6), 0.0, 4, name == "gated", key=key)
     elif name == "embedded_gem":
-        emb = neural.Embedding(5, (8, 6), 0.0, key=key)
-        net = neural.initial_embedded_dpp(
+        emb = layers.Embedding(5, (8, 6), 0.0, key=key)
+        net = readout.initial_embedded_dpp(
             emb, rng.normal(size=(4, 6)), 0.5, 3, make_pooling("gem", 0.3)
         )
         net = eqx.tree_at(lambda m: m.theta, net, jnp.asarray(rng.normal(size=(4, 3))))
     else:
-        net = neural.DeepSets(5, 3, (8, 6), 0.0, name, key=key)
+        net = layers.DeepSets(5, 3, (8, 6), 0.0, name, key=key)
     net = _as_float64(net)
     x = jnp.asarray(rng.normal(size=(7, 5)))
     mask = jnp.asarray([True] * 5 + [False] * 2)

@@ -17,9 +17,9 @@ from sklearn.exceptions import NotFittedError
 
 import dpp
 from dpp import model_file
-from dpp.baselines import neural
 from dpp.errors import FitWarning, ModelFileError
 from dpp.model import epoch_status
+from dpp.networks import training
 from dpp.sets import RaggedSets
 
 SMALL = {"embedding": (16, 8), "max_epochs": 30, "patience": 5, "batch_size": 4}
@@ -84,8 +84,8 @@ def test_padding_rows_and_other_buckets_change_no_prediction(fitted):
     padded = jnp.concatenate([x, jnp.asarray(rng.normal(size=(11, 4)), jnp.float32)])
     np.testing.assert_allclose(net(padded, jnp.arange(16) < 5), alone, rtol=1e-5)
     sets = RaggedSets.from_list([rng.normal(size=(m, 4)) for m in (1, 3, 40, 2, 17, 9)], None)
-    shape = neural.layout(sets.set_sizes(), 1)
-    buckets, index = neural.bucketize(sets, 1, 2, shape)
+    shape = training.layout(sets.set_sizes(), 1)
+    buckets, index = training.bucketize(sets, 1, 2, shape)
     assert sorted(np.concatenate(index).tolist()) == list(range(6))  # every set, once
     for bucket, rows in zip(buckets, index, strict=True):
         assert bucket.x.shape[0] >= rows.size and np.all(bucket.weights[rows.size :] == 0)
@@ -202,9 +202,9 @@ def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):
     """Layouts, the cap and the monitoring flag are shapes or traced: one program for both."""
     X, y, _, _ = problem
     sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))
-    shape = neural.layout(sets.set_sizes(), 4)
-    part, _ = neural.bucketize(sets.subset(np.arange(60)), 4, 2, shape)
-    full, _ = neural.bucketize(sets, 4, 2, shape)
+    shape = training.layout(sets.set_sizes(), 4)
+    part, _ = training.bucketize(sets.subset(np.arange(60)), 4, 2, shape)
+    full, _ = training.bucketize(sets, 4, 2, shape)
     assert jax.tree.map(jnp.shape, part) == jax.tree.map(jnp.shape, full)
 
 
@@ -212,7 +212,7 @@ def test_a_network_that_never_beat_its_random_start_is_stalled_not_early_stopped
     """Table 1's first run with the neural baselines: on MPEG-7's unscaled frequencies every
     epoch's validation log-likelihood fell below the untrained network's, the refit ran 0 epochs
     and the random start (chance accuracy) was reported ``early_stopped``, a clean status."""
-    settings = neural.TrainSettings(max_epochs=100, patience=20)
+    settings = training.TrainSettings(max_epochs=100, patience=20)
     early = dpp.model.EarlyStopping(
         "validation_fraction", best=0, monitored=20, validation_history=(-4.251, -4.358),
         unit="epoch",
@@ -338,7 +338,7 @@ def test_a_validation_value_that_is_not_finite_is_a_failed_fit_naming_the_epoch(
     never improves) and reported ``early_stopped``; it is ``failed``, and says at which epoch."""
     from dpp.model import STATUSES, EarlyStopping
 
-    settings = neural.TrainSettings(max_epochs=20, patience=2)
+    settings = training.TrainSettings(max_epochs=20, patience=2)
     history = (-0.69, -0.61, -0.58, float("nan"), float("nan"))
     early = EarlyStopping("validation_fraction", best=2, monitored=4,
                           validation_history=history, unit="epoch")  # fmt: skip
@@ -363,7 +363,7 @@ def test_a_mini_batch_holds_real_sets_only_but_for_the_last_partial_one():
     import jax
     import jax.numpy as jnp
 
-    from dpp.baselines.neural import batch_order
+    from dpp.networks.training import batch_order
 
     for real, rows, batch in ((5, 16, 4), (9, 16, 4), (3, 8, 2), (7, 8, 8)):
         weights = jnp.asarray([1.0] * real + [0.0] * (rows - real))

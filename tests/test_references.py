@@ -10,8 +10,8 @@ import pytest
 from scipy.special import log_softmax, softmax
 
 import dpp
-from dpp.baselines import neural
 from dpp.estimators.base import labelled_sets
+from dpp.networks import layers, training
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
 
@@ -40,7 +40,7 @@ def _reference_logits(network, x: np.ndarray) -> np.ndarray:
     h = x.astype(np.float64)
     for weight, bias in _layers(network.embedding):
         h = np.maximum(h @ weight.T + bias, 0.0)
-    if isinstance(network, neural.AttentionMIL):
+    if isinstance(network, layers.AttentionMIL):
         gate = np.tanh(_linear(network.attention_V, h))
         if network.attention_U is not None:
             gate = gate / (1.0 + np.exp(-_linear(network.attention_U, h)))
@@ -76,9 +76,11 @@ def test_the_networks_log_likelihood_is_their_papers_formula(name):
     soft = rng.dirichlet(np.ones(3), size=len(X))
     weights = rng.uniform(0.2, 2.0, size=len(X))
     labelled, _ = labelled_sets(X, soft, weights)
-    buckets, _ = neural.bucketize(est._preprocessed(labelled), 4, 3)
+    buckets, _ = training.bucketize(est._preprocessed(labelled), 4, 3)
     expected = np.sum(weights * np.sum(soft * log_softmax(logits, axis=1), axis=1)) / weights.sum()
-    assert float(neural.mean_log_likelihood(network, buckets)) == pytest.approx(expected, rel=1e-5)
+    assert float(training.mean_log_likelihood(network, buckets)) == pytest.approx(
+        expected, rel=1e-5
+    )
 
 
 def _kinds(centres) -> dict:

@@ -3,7 +3,7 @@
 :func:`trace_training` runs the monitored fit of an estimator trained by Adam epochs
 (:class:`~dpp.EmbeddedDPPClassifier`, :class:`~dpp.AttentionMILClassifier`,
 :class:`~dpp.DeepSetsClassifier`) from the same split, start and keys as its ``fit``, one epoch
-at a time, and records :func:`dpp.baselines.diagnostics.network_state` after each: training and
+at a time, and records :func:`dpp.networks.diagnostics.network_state` after each: training and
 held-out log-likelihood, gradient norms per parameter and, for the embedded DPP, ``beta``, the
 embedding's scale, the distances to the prototypes and the share of one-hot codes.
 ``python scripts/embedded_diagnosis.py`` prints and plots it.
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-from dpp.baselines import diagnostics
 from dpp.estimators.neural import plan_member
+from dpp.networks import diagnostics
 
 
 def trace_training(estimator, X, y=None, epochs: int | None = None, verbose: bool = False):
@@ -33,7 +33,7 @@ def trace_training(estimator, X, y=None, epochs: int | None = None, verbose: boo
 
     Returns:
         A list of ``epochs + 1`` dicts (epoch 0: the start), each
-        :func:`~dpp.baselines.diagnostics.network_state` with ``epoch`` and ``seconds``
+        :func:`~dpp.networks.diagnostics.network_state` with ``epoch`` and ``seconds``
         (wall time since the start, compilation included).
 
     Raises:

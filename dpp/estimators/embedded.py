@@ -1,7 +1,7 @@
 """DPP on a learned embedding: an MLP before the soft assignment, trained with it by Adam.
 
 :class:`EmbeddedDPPClassifier` is a neural set classifier built from the networks' layers
-(:mod:`dpp.baselines.neural`): every vector passes through the networks' MLP, is softly assigned
+(:mod:`dpp.networks`): every vector passes through the networks' MLP, is softly assigned
 to ``K`` prototypes in the embedding space (eq. 3), the codes are pooled (:mod:`dpp.pooling`)
 and classified by eq. (16). The MLP, ``mu``, ``beta``, ``Theta`` (and a generalised mean's
 exponent) are trained jointly by Adam epochs with the networks' early stopping
@@ -21,7 +21,6 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
-from dpp.baselines import neural
 from dpp.estimators.base import PrototypeClassifier, write_model_file
 from dpp.estimators.neural import (
     AdamTrained,
@@ -32,13 +31,14 @@ from dpp.estimators.neural import (
 )
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
 from dpp.model.report import FitReport, PrototypeFacts
+from dpp.networks import layers, readout, training
 from dpp.pooling import POOLINGS, exponent, make_pooling
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings, fit_classifier
 
 _FIT = FitSettings()
-_TRAIN = neural.TrainSettings()
+_TRAIN = training.TrainSettings()
 #: The parameters a prototype estimator shares with this one, with the same meaning.
 _SHARED_MEANING = (
     "n_prototypes", "l2", "pooling", "validation_fraction", "beta_scale", "standardize",
@@ -50,7 +50,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     r"""DPP on a learned embedding: an MLP, soft assignment, pooling and softmax, by Adam.
 
     Every vector ``x`` passes through an MLP ``h`` (Equinox ReLU layers of widths
-    ``embedding``, dropout after the last: the networks' :class:`~dpp.baselines.neural.Embedding`),
+    ``embedding``, dropout after the last: the networks' :class:`~dpp.networks.layers.Embedding`),
     is softly assigned to ``K`` prototypes ``mu`` in the embedding space with inverse
     temperature ``beta`` (eq. 3 on ``h(x)``), the set's codes are pooled into ``z``
     (:mod:`dpp.pooling`) and a softmax classifier ``Theta`` predicts its class (eq. 16). ``mu``
@@ -103,7 +103,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             configured.
 
     Fitted attributes are :class:`~dpp.estimators.base.PrototypeClassifier`'s: ``model_`` (an
-    :class:`~dpp.baselines.neural.EmbeddedFit` holding the network), ``prototypes_``
+    :class:`~dpp.networks.readout.EmbeddedFit` holding the network), ``prototypes_``
     ``[K, H]`` in the embedding space, ``beta_``, ``theta_``, ``fit_report_`` (``rounds`` in
     epochs, ``early_stopping`` with the held-out log-likelihood per epoch).
 
@@ -216,37 +216,37 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         Raises:
             ValueError: fewer training vectors than ``n_prototypes``.
         """
-        embedding = neural.Embedding(dim, self._widths(), float(self.dropout), key=key)
+        embedding = layers.Embedding(dim, self._widths(), float(self.dropout), key=key)
         k = int(self.n_prototypes)
         if vectors is None:  # a skeleton, whose arrays a model file replaces
             centres, log_beta = np.zeros((k, embedding.layers[-1].out_features)), 0.0
         else:
-            embedded = neural.embed(embedding, vectors)
+            embedded = readout.embed(embedding, vectors)
             if self.normalize:  # k-means and the beta heuristic where eq. (3) measures
-                embedded = np.asarray(neural.unit_rows(jnp.asarray(embedded)))
+                embedded = np.asarray(layers.unit_rows(jnp.asarray(embedded)))
             if embedded.shape[0] < k:
                 raise ValueError(
                     f"n_prototypes = {k} exceeds the {embedded.shape[0]} training vectors"
                 )
             centres = kmeans_centres(embedded, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
             log_beta = float(init_log_beta(embedded, centres, float(self.beta_scale)))
-        return neural.initial_embedded_dpp(
+        return readout.initial_embedded_dpp(
             embedding, centres, log_beta, num_classes, make_pooling(self.pooling),
             float(self.l2) / weight, bool(self.normalize),
         )  # fmt: skip
 
-    def _fit_model(self, sets: RaggedSets, seed: int) -> neural.EmbeddedFit:
+    def _fit_model(self, sets: RaggedSets, seed: int) -> readout.EmbeddedFit:
         network, report, _ = train_with_early_stopping(*self._member(sets, seed))
         return self._embedded_fit(network, report)
 
-    def _embedded_fit(self, network: neural.EmbeddedDPP, report: FitReport) -> neural.EmbeddedFit:
+    def _embedded_fit(self, network: layers.EmbeddedDPP, report: FitReport) -> readout.EmbeddedFit:
         """The fitted model of a trained network, with the embedding's facts in its report."""
         facts = PrototypeFacts(embedding=self._widths(), pooling_p=exponent(network.pooling))
-        return neural.EmbeddedFit(
+        return readout.EmbeddedFit(
             network, np.zeros(0), dataclasses.replace(report, prototypes=facts)
         )
 
-    def _finish(self, network: neural.EmbeddedDPP, report: FitReport):
+    def _finish(self, network: layers.EmbeddedDPP, report: FitReport):
         """Sets the fitted attributes from a network trained by ``fit_together``."""
         self._set_fitted(self._embedded_fit(network, report))
         self._warn_status()
@@ -262,7 +262,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             network = self._network(part.dim, part.num_classes, key, vectors, weight, seed)
             # the paper's first step: Theta fitted on the start's codes (a convex problem), so
             # that Adam refines a classifier rather than grows one from 0
-            z = neural.EmbeddedFit(network, np.zeros(0), FitReport(self.method)).encode(part)
+            z = readout.EmbeddedFit(network, np.zeros(0), FitReport(self.method)).encode(part)
             theta = fit_classifier(
                 z, np.asarray(part.labels), np.asarray(part.weights), network.theta,
                 float(self.l2), solver,
@@ -293,4 +293,4 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         skeleton = self._network(dim, len(header["classes"]), jax.random.key(0))
         network = restore_network(path, skeleton, arrays)
         report = FitReport.from_dict(self.method, header["info"])
-        self._set_fitted(neural.EmbeddedFit(network, np.zeros(0), report))
+        self._set_fitted(readout.EmbeddedFit(network, np.zeros(0), report))

@@ -11,7 +11,7 @@ A fit: the features are standardised (fitted on the training vectors), 20 % of t
 sets are held out (stratified) for early stopping, the network is trained by Adam until
 ``patience`` epochs have not raised the held-out log-likelihood (at most ``max_epochs``), and
 then refitted from the same start on all training sets for the best number of epochs (status
-``early_stopped``). The numerics are :mod:`dpp.baselines.neural`.
+``early_stopped``). The numerics are :mod:`dpp.networks`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
 from dpp import params as check
-from dpp.baselines import neural
 from dpp.estimators.base import (
     InstancePredictions,
     labelled_sets,
@@ -44,6 +43,7 @@ from dpp.estimators.base import (
     write_model_file,
 )
 from dpp.model import EarlyStopping, FitReport, epoch_status
+from dpp.networks import layers, readout, training
 from dpp.pooling import REGISTRY as POOLING_REGISTRY
 from dpp.selection import hold_out
 from dpp.sets import RaggedSets
@@ -51,7 +51,7 @@ from dpp.solvers.progress import say
 from dpp.solvers.theta import vectorise_members
 from dpp.units import Affine
 
-_TRAIN = neural.TrainSettings()
+_TRAIN = training.TrainSettings()
 #: The poolings Deep Sets takes: the registry's with a dense (padded-set) form, mean and max.
 DENSE_POOLINGS = tuple(kind for kind, cls in POOLING_REGISTRY.items() if hasattr(cls, "dense"))
 logger = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class Member(NamedTuple):
 
     make: Callable
     sets: RaggedSets
-    settings: neural.TrainSettings
+    settings: training.TrainSettings
     fraction: float
     seed: int
     method: str
@@ -164,22 +164,22 @@ def plan_member(member: Member) -> MemberPlan:
     else:  # the refit records the log-likelihood of a few of its own sets (not used)
         held = sets.subset(np.arange(min(8, sets.num_sets)))
     sizes = sets.set_sizes()
-    shape = neural.layout(sizes, settings.batch_size)  # shared by both fits
-    held_shape = neural.layout(sizes, settings.batch_size, held.num_sets)  # by every seed's
-    validation, _ = neural.bucketize(held, settings.batch_size, classes, held_shape)
+    shape = training.layout(sizes, settings.batch_size)  # shared by both fits
+    held_shape = training.layout(sizes, settings.batch_size, held.num_sets)  # by every seed's
+    validation, _ = training.bucketize(held, settings.batch_size, classes, held_shape)
     start = buckets = None
     if monitored:
         part = sets.subset(fit_idx)
-        buckets, _ = neural.bucketize(part, settings.batch_size, classes, shape)
+        buckets, _ = training.bucketize(part, settings.batch_size, classes, shape)
         start = member.make(part, init_key)
-    refit_buckets, _ = neural.bucketize(sets, settings.batch_size, classes, shape)
+    refit_buckets, _ = training.bucketize(sets, settings.batch_size, classes, shape)
     return MemberPlan(
         member, skipped, monitored, int(held.num_sets), start, buckets,
         member.make(sets, init_key), refit_buckets, validation, train_key,
     )  # fmt: skip
 
 
-def _chosen(plan: MemberPlan, result: neural.TrainResult | None):
+def _chosen(plan: MemberPlan, result: training.TrainResult | None):
     """``(epochs, early, history)``: the refit's epochs from the monitored fit's result."""
     settings = plan.member.settings
     if result is None:
@@ -213,7 +213,7 @@ def _report(plan: MemberPlan, epochs: int, early, seconds: float) -> FitReport:
 def train_with_early_stopping(
     make: Callable,
     sets: RaggedSets,
-    settings: neural.TrainSettings,
+    settings: training.TrainSettings,
     fraction: float,
     seed: int,
     method: str,
@@ -240,7 +240,7 @@ def train_with_early_stopping(
     plan = plan_member(Member(make, sets, settings, fraction, seed, method, verbose))
     first = None
     if plan.monitored:
-        first = neural.train(
+        first = training.train(
             plan.start,
             plan.buckets,
             plan.validation,
@@ -252,7 +252,7 @@ def train_with_early_stopping(
     epochs, early, history = _chosen(plan, first)
     if verbose:
         _say_monitored(plan, early, time.perf_counter() - t0)
-    refit = neural.train(
+    refit = training.train(
         plan.refit_start, plan.refit_buckets, plan.validation, plan.train_key, settings,
         jnp.int32(epochs), jnp.asarray(False),
     )  # fmt: skip
@@ -287,7 +287,7 @@ def default_chunk(members: int) -> int:
 
     On the CPU a fit is compute-bound, so vectorising members gains little, and a chunk runs
     until its slowest member stops; one at a time, each member is also bit for bit its fit
-    alone (:func:`dpp.baselines.neural.train_batch`). ``python scripts/bench.py --together``
+    alone (:func:`dpp.networks.training.train_batch`). ``python scripts/bench.py --together``
     prints both.
     """
     return members if vectorise_members() else 1
@@ -300,8 +300,8 @@ def train_together(
 
     The fixed-step decision of issue 34: members (e.g. a selection's folds x ``l2`` values x
     seeds) whose networks, buckets and validation sets have the same shapes and whose
-    :class:`~dpp.baselines.neural.TrainSettings` are equal run their monitored fits as one
-    program (:func:`dpp.baselines.neural.train_batch`), then their refits as another call of
+    :class:`~dpp.networks.training.TrainSettings` are equal run their monitored fits as one
+    program (:func:`dpp.networks.training.train_batch`), then their refits as another call of
     it, each member for its own number of epochs. Member ``i`` ends where
     ``train_with_early_stopping`` on it alone ends: its split, start, shuffles, dropout and
     early stopping are its own. One member at a time in the program (``chunk=1``, the CPU's
@@ -312,7 +312,7 @@ def train_together(
 
     Args:
         members: the fits.
-        chunk: members vectorised at a time (:func:`~dpp.baselines.neural.train_batch`);
+        chunk: members vectorised at a time (:func:`~dpp.networks.training.train_batch`);
             default :func:`default_chunk`.
 
     Returns:
@@ -372,10 +372,10 @@ def _stack(trees: list):
 
 
 def _run(plans, group, start: str, buckets: str, caps, monitor: bool, chunk) -> list:
-    """One :func:`~dpp.baselines.neural.train_batch` call for a group; the members' results."""
+    """One :func:`~dpp.networks.training.train_batch` call for a group; the members' results."""
     chosen = [plans[i] for i in group]
     chunk = default_chunk(len(group)) if chunk is None else min(int(chunk), len(group))
-    result = neural.train_batch(
+    result = training.train_batch(
         _stack([getattr(p, start) for p in chosen]),
         _stack([getattr(p, buckets) for p in chosen]),
         _stack([p.validation for p in chosen]),
@@ -483,8 +483,8 @@ class AdamTrained:
         """
         return self._member(*self._prepare(X, y, sample_weight))
 
-    def _train_settings(self) -> neural.TrainSettings:
-        return neural.TrainSettings(
+    def _train_settings(self) -> training.TrainSettings:
+        return training.TrainSettings(
             learning_rate=float(self.learning_rate),
             weight_decay=float(self.weight_decay),
             batch_size=int(self.batch_size),
@@ -605,10 +605,10 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         """
         check_is_fitted(self, "network_")
         sets = self._preprocessed(prediction_sets(X, self))
-        buckets, index = neural.bucketize(sets, 1, len(self.classes_))
+        buckets, index = training.bucketize(sets, 1, len(self.classes_))
         out = np.zeros((sets.num_sets, len(self.classes_)))
         for bucket, rows in zip(buckets, index, strict=True):
-            out[rows] = np.asarray(neural.log_proba(self.network_, bucket))[: rows.size]
+            out[rows] = np.asarray(readout.log_proba(self.network_, bucket))[: rows.size]
         return out
 
     def predict_proba(self, X) -> np.ndarray:
@@ -627,10 +627,10 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         """
         check_is_fitted(self, "network_")
         sets = self._preprocessed(prediction_sets(X, self))
-        buckets, index = neural.bucketize(sets, 1, len(self.classes_))
+        buckets, index = training.bucketize(sets, 1, len(self.classes_))
         out = np.zeros((sets.num_sets, int(self.network_.classifier.weight.shape[1])))
         for bucket, rows in zip(buckets, index, strict=True):
-            out[rows] = np.asarray(neural.pooled(self.network_, bucket))[: rows.size]
+            out[rows] = np.asarray(readout.pooled(self.network_, bucket))[: rows.size]
         return out
 
     # ------------------------------------------------------------------ instance evidence
@@ -658,7 +658,7 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         """
         check_is_fitted(self, "network_")
         sets = self._preprocessed(prediction_sets(X, self))
-        flat = neural.per_vector(self.network_, sets, neural.instance_scores, len(self.classes_))
+        flat = readout.per_vector(self.network_, sets, readout.instance_scores, len(self.classes_))
         return per_set(flat, sets)
 
     @property
@@ -799,12 +799,12 @@ class AttentionMILClassifier(NeuralSetClassifier):
         """
         check_is_fitted(self, "network_")
         sets = self._preprocessed(prediction_sets(X, self))
-        flat = neural.per_vector(self.network_, sets, neural.attention, 1)[:, 0]
+        flat = readout.per_vector(self.network_, sets, readout.attention, 1)[:, 0]
         return per_set(flat, sets)
 
     def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
         key = jax.random.key(0) if key is None else key
-        return neural.AttentionMIL(
+        return layers.AttentionMIL(
             dim, num_classes, self._widths(), float(self.dropout), int(self.attention_size),
             bool(self.gated), key=key,
         )  # fmt: skip
@@ -871,6 +871,6 @@ class DeepSetsClassifier(NeuralSetClassifier):
 
     def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
         key = jax.random.key(0) if key is None else key
-        return neural.DeepSets(
+        return layers.DeepSets(
             dim, num_classes, self._widths(), float(self.dropout), str(self.pooling), key=key
         )

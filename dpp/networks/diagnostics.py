@@ -1,22 +1,22 @@
 r"""What an Adam-trained set model looks like epoch by epoch: the numbers behind early stopping.
 
 The networks and the embedded DPP train in one compiled ``lax.while_loop``
-(:func:`dpp.baselines.neural.train`), which keeps only the held-out log-likelihood per epoch.
+(:func:`dpp.networks.training.train`), which keeps only the held-out log-likelihood per epoch.
 To see *why* a fit stops improving, :class:`EpochStepper` runs the same epochs
-(:func:`dpp.baselines.neural.run_epoch`, the same optimizer and the same keys) one at a time,
+(:func:`dpp.networks.training.run_epoch`, the same optimizer and the same keys) one at a time,
 and :func:`network_state` reads off, between epochs:
 
 * the weighted mean log-likelihood per set (nats) of the training and held-out sets;
 * the gradient norm of the training loss per parameter (each layer's weight and bias, ``mu``,
   ``log_beta``, ``Theta``, the attention's layers);
-* for an :class:`~dpp.baselines.neural.EmbeddedDPP`: ``beta``, the scale of the embedded
+* for an :class:`~dpp.networks.layers.EmbeddedDPP`: ``beta``, the scale of the embedded
   vectors (root mean square norm), the squared distance of each to its nearest prototype
   (median), ``beta`` times the gap between its nearest and second-nearest prototype (the
   exponent that decides whether its code is one-hot), the share of one-hot codes (largest
   code above ``ONE_HOT``: saturation), and the prototypes that are nobody's nearest (dead).
 
 Nothing here changes a fit; the model at epoch ``t`` is bit for bit :func:`~dpp.baselines.
-neural.train`'s after ``t`` epochs without early stopping.
+training.train`'s after ``t`` epochs without early stopping.
 """
 
 from __future__ import annotations
@@ -26,28 +26,28 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpp.baselines import neural
 from dpp.encoding import LOG_BETA_MAX
+from dpp.networks import layers, readout, training
 
 #: A code whose largest entry exceeds this is counted one-hot (saturated).
 ONE_HOT = 0.99
 
 
 class EpochStepper:
-    """Adam epochs of one model, one call at a time (:func:`~dpp.baselines.neural.run_epoch`).
+    """Adam epochs of one model, one call at a time (:func:`~dpp.networks.training.run_epoch`).
 
     Args:
         model: the initial network.
-        buckets: the training sets (:func:`~dpp.baselines.neural.bucketize`).
-        key: PRNG key (the order of the sets and dropout): :func:`~dpp.baselines.neural.train`'s.
-        settings: Adam's settings (:class:`~dpp.baselines.neural.TrainSettings`).
+        buckets: the training sets (:func:`~dpp.networks.training.bucketize`).
+        key: PRNG key (the order of the sets and dropout): :func:`~dpp.networks.training.train`'s.
+        settings: Adam's settings (:class:`~dpp.networks.training.TrainSettings`).
 
     Attributes:
         model: the network after the epochs run so far.
         epochs: the epochs run so far.
     """
 
-    def __init__(self, model: eqx.Module, buckets, key, settings: neural.TrainSettings):
+    def __init__(self, model: eqx.Module, buckets, key, settings: training.TrainSettings):
         self._params, self._static = eqx.partition(model, eqx.is_inexact_array)
         trained = jax.tree.map(eqx.is_inexact_array, model)
         self._optimizer = settings.optimizer(eqx.filter(model.decay_mask(), trained))
@@ -58,7 +58,7 @@ class EpochStepper:
 
         @jax.jit
         def step(params, state, key, buckets):
-            return neural.run_epoch(params, static, state, key, buckets, settings, optimizer)
+            return training.run_epoch(params, static, state, key, buckets, settings, optimizer)
 
         self._step = step
 
@@ -79,7 +79,7 @@ class EpochStepper:
 def _loss(params, static, buckets) -> jax.Array:
     """The training loss of a whole epoch's sets at once (inference mode: no dropout)."""
     model = eqx.combine(params, static)
-    return -neural.mean_log_likelihood(model, buckets) + model.penalty()
+    return -training.mean_log_likelihood(model, buckets) + model.penalty()
 
 
 _loss_grad = eqx.filter_jit(jax.grad(_loss))
@@ -92,8 +92,8 @@ def gradient_norms(model: eqx.Module, buckets) -> dict[str, float]:
     model's penalty (inference mode), the full-batch form of what each Adam step follows.
 
     Args:
-        model: a network (:mod:`dpp.baselines.neural`).
-        buckets: training sets (:func:`~dpp.baselines.neural.bucketize`).
+        model: a network (:mod:`dpp.networks`).
+        buckets: training sets (:func:`~dpp.networks.training.bucketize`).
 
     Returns:
         ``{name: norm}``, names from the model's attributes (``embedding.layers[0].weight``,
@@ -121,11 +121,11 @@ def real_rows(buckets) -> np.ndarray:
     return np.concatenate(rows)
 
 
-def embedded_geometry(model: neural.EmbeddedDPP, vectors: np.ndarray) -> dict[str, float]:
+def embedded_geometry(model: layers.EmbeddedDPP, vectors: np.ndarray) -> dict[str, float]:
     """Where the embedded vectors lie against the prototypes, and how hard their codes are.
 
     Args:
-        model: an :class:`~dpp.baselines.neural.EmbeddedDPP`.
+        model: an :class:`~dpp.networks.layers.EmbeddedDPP`.
         vectors: ``[T, D]`` preprocessed input vectors (:func:`real_rows`).
 
     Returns:
@@ -137,7 +137,7 @@ def embedded_geometry(model: neural.EmbeddedDPP, vectors: np.ndarray) -> dict[st
         about 5), ``one_hot`` (share of vectors whose largest eq. 3 code exceeds
         :data:`ONE_HOT`), ``dead`` (share of prototypes that are no vector's nearest).
     """
-    h = neural.embed(model.embedding, np.asarray(vectors, np.float32)).astype(np.float64)
+    h = readout.embed(model.embedding, np.asarray(vectors, np.float32)).astype(np.float64)
     rms = float(np.sqrt((h * h).sum(1).mean()))
     if model.normalize:
         h = h / np.maximum(np.linalg.norm(h, axis=1, keepdims=True), 1e-300)
@@ -160,7 +160,7 @@ def embedded_geometry(model: neural.EmbeddedDPP, vectors: np.ndarray) -> dict[st
 
 
 def network_state(model: eqx.Module, buckets, validation) -> dict:
-    """Everything :mod:`this module <dpp.baselines.diagnostics>` reads off a network.
+    """Everything :mod:`this module <dpp.networks.diagnostics>` reads off a network.
 
     Args:
         model: a network.
@@ -172,10 +172,10 @@ def network_state(model: eqx.Module, buckets, validation) -> dict:
         :func:`embedded_geometry` for an embedded DPP only), floats.
     """
     out = {
-        "train_ll": float(neural.mean_log_likelihood(model, buckets)),
-        "validation_ll": float(neural.mean_log_likelihood(model, validation)),
+        "train_ll": float(training.mean_log_likelihood(model, buckets)),
+        "validation_ll": float(training.mean_log_likelihood(model, validation)),
         "grad": gradient_norms(model, buckets),
     }
-    if isinstance(model, neural.EmbeddedDPP):
+    if isinstance(model, layers.EmbeddedDPP):
         out.update(embedded_geometry(model, real_rows(buckets)))
     return out
