@@ -228,8 +228,13 @@ def to_device(array, dtype=None) -> jax.Array:
     ``jit(iota)`` for ``jnp.arange``: JAX 0.10): sets of a new size would compile a handful of
     programs before the one that computes. NumPy casts float64 to float32 by the same
     round-to-nearest-even as XLA: the same bits.
+
+    The array reaches the device as a private copy: on the CPU, ``jax.device_put`` of a
+    writeable NumPy array shares its buffer (JAX 0.10, ``may_alias=False`` included: jax-ml/jax
+    issue 37830), so a caller that later wrote into its array would change the device array
+    under every program that reads it.
     """
-    return jax.device_put(np.asarray(array, dtype=dtype))
+    return jax.device_put(np.array(array, dtype=dtype, copy=True))
 
 
 def real_sets(sets) -> jax.Array:

@@ -96,3 +96,25 @@ def test_subset_of_shared_pool_compacts_pool(rng):
     sub = sets.subset(np.array([1]))
     assert sub.vectors.shape == (2, 2)
     np.testing.assert_allclose(sub.member_vectors(), pool[[1, 2]], rtol=1e-6)
+
+
+def test_device_arrays_never_share_the_callers_buffers():
+    """On the CPU ``jax.device_put`` of a writeable NumPy array shares its buffer (JAX 0.10):
+    the sets' device arrays are private copies, so writing into the arrays a caller passed
+    changes nothing the fits read."""
+    from dpp.padding import to_device
+
+    vectors = np.arange(60, dtype=np.float32).reshape(20, 3)
+    set_ids = np.repeat(np.arange(5), 4).astype(np.int32)
+    labels = one_hot(np.arange(5) % 2, 2).astype(np.float32)
+    weights = np.ones(5, np.float32)
+    sets = RaggedSets.from_flat(vectors, set_ids, labels, weights=weights)
+    reweighted = sets.with_weights(np.full(5, 2.0, np.float32))
+    host = np.arange(100, dtype=np.float32)
+    device = to_device(host)
+    for array in (vectors, labels, weights, host):
+        array[...] = -1.0
+    np.testing.assert_array_equal(np.asarray(sets.vectors)[:, 0], np.arange(0, 60, 3))
+    assert np.all(np.asarray(sets.labels).sum(axis=1) == 1)
+    assert np.all(np.asarray(sets.weights) == 1) and np.all(np.asarray(reweighted.weights) == 2)
+    np.testing.assert_array_equal(np.asarray(device), np.arange(100))
