@@ -254,7 +254,7 @@ def warn_unclean(estimator) -> None:
     """
     report = estimator.fit_report_
     if not report.clean and not recording_statuses():  # a search records it (DPPClassifierCV)
-        warn_caller(f"{estimator._describe()}: fit {report.status}: {report.reason}")
+        warn_caller(f"{estimator.describe()}: fit {report.status}: {report.reason}")
 
 
 class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin, BaseEstimator):
@@ -327,13 +327,13 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
 
     def _fit(self, X, y, sample_weight, **fit_params):
         """:meth:`fit`, with method-specific ``fit_params`` passed on to ``_fit_model``."""
-        sets, seed = self._prepare(X, y, sample_weight)
+        sets, seed = self.prepare_sets(X, y, sample_weight)
         model = self._fit_model(sets, seed, **fit_params)
-        self._set_fitted(model)
+        self.set_fitted(model)
         self._warn_status()
         return self
 
-    def _prepare(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
+    def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
         """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
 
         Sets ``classes_``, ``n_features_in_`` and ``preprocess_``; the sets are preprocessed.
@@ -352,7 +352,7 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
         """
         warn_unclean(self)
 
-    def _describe(self) -> str:
+    def describe(self) -> str:
         """``Name(param=value, ...)``, naming the model: ``n_prototypes``, ``l2``, changed values.
 
         Not ``init``, ``preprocess``, ``optimizer_options``, ``verbose`` or ``devices`` (how the
@@ -381,7 +381,7 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
     def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
         return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
 
-    def _initial_centres(self, sets: RaggedSets, seed: int) -> np.ndarray:
+    def initial_centres(self, sets: RaggedSets, seed: int) -> np.ndarray:
         """``init`` if given, else the previous fit's prototypes (``warm_start``), else k-means."""
         k, dim = self.n_prototypes, sets.dim
         if self.init is not None and not (isinstance(self.init, str) and self.init == "k-means"):
@@ -409,7 +409,7 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         raise NotImplementedError
 
-    def _set_fitted(self, model: FittedModel) -> None:
+    def set_fitted(self, model: FittedModel) -> None:
         """Sets the fitted attributes from ``model``.
 
         Raises:
@@ -560,11 +560,11 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
         | {f"pool_{name}" for cls in POOLING_REGISTRY.values() for name in cls.parameters},
     )
 
-    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+    def file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """``(required, optional, prefix)`` names of this estimator's own model-file arrays."""
         return (*self._FILE_ARRAYS, None)
 
-    def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
+    def restore_arrays(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
         """Sets the fitted model from a model file's arrays (:func:`dpp.load`), checked first.
 
         Args:
@@ -622,7 +622,7 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
             normalizer,
             pooling,
         )
-        self._set_fitted(model)
+        self.set_fitted(model)
 
 
 def check_shapes(path: Path, arrays: dict, shapes: dict, why: str) -> None:

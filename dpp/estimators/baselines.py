@@ -65,7 +65,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         self.verbose = verbose
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
-        centres = self._initial_centres(sets, seed)
+        centres = self.initial_centres(sets, seed)
         solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
         return fit_standard(sets, centres, float(self.l2), solver)
 
@@ -90,7 +90,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         self.check_params()
         self.preprocess_ = self._fit_preprocess(part)
         fitted = self._preprocessed(part)
-        model = hard_code_model(fitted, self._initial_centres(fitted, self._seed()), self.method)
+        model = hard_code_model(fitted, self.initial_centres(fitted, self._seed()), self.method)
         return np.asarray(model.encode(self._preprocessed(sets)))
 
 
@@ -164,7 +164,7 @@ class InfoLossClassifier(PrototypeClassifier):
     }
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
-        centres = self._initial_centres(sets, seed)
+        centres = self.initial_centres(sets, seed)
         theta_solver = solver_options.theta_solver(self.optimizer, self.optimizer_options)
         settings = InfoLossSettings(
             beta_scale=float(self.beta_scale),

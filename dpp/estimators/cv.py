@@ -495,7 +495,7 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
                 "score": float(search.scores[key].mean()), "position": position,
             })  # fmt: skip
         ensemble = SetEnsembleClassifier([(n, clone(e)) for n, e in fitted], combine=self.combine)
-        ensemble._set_fitted(fitted, classes)
+        ensemble.set_fitted(fitted, classes)
         self.best_estimator_ = ensemble
         # the ensemble's own parameters: each member the tuned estimator with its choice
         self.best_params_ = {"estimators": chosen, "combine": self.combine}
@@ -939,8 +939,8 @@ class _Search:
         key = (fold, int(est.n_prototypes))
         if key not in self.centres:
             probe = clone(est)
-            sets, seed = probe._prepare(self.parts[fold][0], None, None)
-            self.centres[key] = probe._initial_centres(sets, seed)
+            sets, seed = probe.prepare_sets(self.parts[fold][0], None, None)
+            self.centres[key] = probe.initial_centres(sets, seed)
         return self.centres[key]
 
     def _status(self, k: int, l2: float, fold: int, status) -> None:

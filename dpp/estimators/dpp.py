@@ -293,7 +293,7 @@ class DPPClassifier(PrototypeClassifier):
         ):
             start = None  # a shared beta cannot warm-start per-prototype ones, nor a pooling
             # another one
-        centres = start.prototypes if start is not None else self._initial_centres(sets, seed)
+        centres = start.prototypes if start is not None else self.initial_centres(sets, seed)
         if validation_sets is not None:
             validation_sets = self._preprocessed(validation_sets)
         return fit_dpp(

@@ -246,9 +246,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             network, np.zeros(0), dataclasses.replace(report, prototypes=facts)
         )
 
-    def _finish(self, network: layers.EmbeddedDPP, report: FitReport):
+    def finish_training(self, network: layers.EmbeddedDPP, report: FitReport):
         """Sets the fitted attributes from a network trained by ``fit_together``."""
-        self._set_fitted(self._embedded_fit(network, report))
+        self.set_fitted(self._embedded_fit(network, report))
         self._warn_status()
         return self
 
@@ -289,8 +289,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         leaves = network_leaves(self.model_.network)
         return write_model_file(self, path, self.method, leaves, self.fit_report_.to_dict())
 
-    def _restore(self, path, header: dict, arrays: dict, dim: int) -> None:
+    def restore_arrays(self, path, header: dict, arrays: dict, dim: int) -> None:
+        """Sets the fitted network from a model file's ``net_*`` arrays (:func:`dpp.load`)."""
         skeleton = self._network(dim, len(header["classes"]), jax.random.key(0))
         network = restore_network(path, skeleton, arrays)
         report = FitReport.from_dict(self.method, header["info"])
-        self._set_fitted(readout.EmbeddedFit(network, np.zeros(0), report))
+        self.set_fitted(readout.EmbeddedFit(network, np.zeros(0), report))

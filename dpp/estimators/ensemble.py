@@ -113,7 +113,7 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
         self.weights = weights
         self.combine = combine
 
-    def _members(self) -> list[tuple[str, BaseEstimator]]:
+    def checked_members(self) -> list[tuple[str, BaseEstimator]]:
         """The ``(name, estimator)`` pairs, checked.
 
         Raises:
@@ -165,10 +165,10 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
             sample_weight: optional ``[N]`` per-set weights.
 
         Raises:
-            ValueError: the errors of :meth:`_members` and of :func:`labelled_sets`, and
+            ValueError: the errors of :meth:`checked_members` and of :func:`labelled_sets`, and
                 members that disagree on the classes; each member's own ``fit`` errors.
         """
-        members = self._members()
+        members = self.checked_members()
         sets, classes = labelled_sets(X, y, sample_weight)
         fitted = [(name, clone(est).fit(sets)) for name, est in members]
         for name, est in fitted:
@@ -179,10 +179,14 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
             est.classes_ = classes  # each member saw the labels as columns, as the ensemble
             if hasattr(est, "best_estimator_"):  # a selection saves its refitted estimator
                 est.best_estimator_.classes_ = classes
-        self._set_fitted(fitted, classes)
+        self.set_fitted(fitted, classes)
         return self
 
-    def _set_fitted(self, fitted: list, classes: np.ndarray) -> None:
+    def set_fitted(self, fitted: list, classes: np.ndarray) -> None:
+        """Sets the fitted attributes from fitted ``(name, estimator)`` pairs and ``classes``.
+
+        What ``fit``, :class:`~dpp.DPPClassifierCV`'s refit and the model file's loader call.
+        """
         self.estimators_ = [est for _, est in fitted]
         self.named_estimators_ = dict(fitted)
         self.classes_ = np.asarray(classes)
@@ -198,7 +202,7 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
     def _used(self) -> list[tuple[float, BaseEstimator]]:
         """``(weight, member)`` of every member whose weight is not 0 (weights summing to 1)."""
         check_is_fitted(self, "estimators_")
-        self._members()  # combine and weights as set now (they act at prediction)
+        self.checked_members()  # combine and weights as set now (they act at prediction)
         return [(w, e) for w, e in zip(self._weights(), self.estimators_, strict=True) if w > 0]
 
     def predict_log_proba(self, X) -> np.ndarray:
@@ -397,7 +401,7 @@ def from_file(path: Path, header: dict, arrays: dict, build) -> SetEnsembleClass
         combine=params.get("combine", LEGACY_COMBINE),
     )
     try:
-        ensemble._members()
+        ensemble.checked_members()
     except ValueError as err:
         raise model_file.bad(path, "params", str(err)) from None
     classes = np.asarray(header.get("classes"))
@@ -406,5 +410,5 @@ def from_file(path: Path, header: dict, arrays: dict, build) -> SetEnsembleClass
     for i, (_, est) in enumerate(fitted):
         if not np.array_equal(np.asarray(est.classes_), classes):
             raise model_file.bad(path, f"members[{i}].classes", "differ from the ensemble's")
-    ensemble._set_fitted(fitted, classes)
+    ensemble.set_fitted(fitted, classes)
     return ensemble

@@ -4,7 +4,7 @@ Writing is each estimator's ``save`` (:func:`dpp.estimators.base.write_model_fil
 shared part); the format is described in :mod:`dpp.model_file`. One registry,
 :data:`ESTIMATORS`, names every estimator that writes a model file: the prototype methods and
 the pooled logistic regressions. The loader checks the header and the shared arrays
-(preprocessing) here, then hands the estimator's own arrays to its ``_restore``, which checks
+(preprocessing) here, then hands the estimator's own arrays to its ``restore_arrays``, which checks
 their shapes against each other and the header before setting anything.
 """
 
@@ -62,7 +62,7 @@ POOLED_ESTIMATORS = {
 NEURAL_ESTIMATORS = {
     method: cls for method, cls in ESTIMATORS.items() if issubclass(cls, NeuralSetClassifier)
 }
-#: Arrays every model file may hold besides an estimator's own (its ``_file_arrays()``).
+#: Arrays every model file may hold besides an estimator's own (its ``file_arrays()``).
 SHARED_ARRAYS = frozenset({"preprocess_shift", "preprocess_matrix", "param_init"})
 
 
@@ -164,7 +164,7 @@ def _check_header(path: Path, header: dict):
 
 def _check_names(path: Path, header: dict, arrays: dict, estimator) -> None:
     """The estimator's required arrays are there, and every listed one is known."""
-    required, optional, prefix = estimator._file_arrays()  # prefix: a network's numbered arrays
+    required, optional, prefix = estimator.file_arrays()  # prefix: a network's numbered arrays
     listed = {n for n in header["arrays"] if not (prefix and n.startswith(prefix))}
     missing = sorted((set(header["arrays"]) | required) - set(arrays))
     if missing:
@@ -247,5 +247,5 @@ def _build(path: Path, header: dict, arrays: dict):
     estimator.classes_ = classes
     estimator.n_features_in_ = int(header["n_features_in"])
     estimator.preprocess_ = preprocess
-    estimator._restore(path, header, arrays, dim)
+    estimator.restore_arrays(path, header, arrays, dim)
     return estimator

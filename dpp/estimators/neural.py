@@ -428,7 +428,7 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
         members.append(est.training_member(sets))
     results = train_together(members, chunk)
     return [
-        est._finish(network, report)
+        est.finish_training(network, report)
         for est, (network, report, _) in zip(estimators, results, strict=True)
     ]
 
@@ -481,7 +481,7 @@ class AdamTrained:
         Raises:
             ValueError: bad parameters or inputs, as ``fit``.
         """
-        return self._member(*self._prepare(X, y, sample_weight))
+        return self._member(*self.prepare_sets(X, y, sample_weight))
 
     def _train_settings(self) -> training.TrainSettings:
         return training.TrainSettings(
@@ -495,8 +495,8 @@ class AdamTrained:
     def _widths(self) -> tuple[int, ...]:
         return check.Widths()("embedding", self.embedding)
 
-    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
-        """No fixed arrays: the network's are ``net_000``, ... (checked by ``_restore``)."""
+    def file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+        """No fixed arrays: the network's are ``net_000``, ... (checked by ``restore_arrays``)."""
         return frozenset(), frozenset(), "net_"
 
 
@@ -542,9 +542,9 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
                 dimensions, labels off the simplex, fewer than 2 classes.
         """
         network, report, _ = train_with_early_stopping(*self.training_member(X, y, sample_weight))
-        return self._finish(network, report)
+        return self.finish_training(network, report)
 
-    def _prepare(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
+    def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
         """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``."""
         self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
@@ -561,7 +561,7 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
             bool(self.verbose),
         )  # fmt: skip
 
-    def _finish(self, network: eqx.Module, report: FitReport):
+    def finish_training(self, network: eqx.Module, report: FitReport):
         """Sets the fitted attributes from a trained network; returns ``self``.
 
         Raises:
@@ -578,7 +578,8 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         warn_unclean(self)
         return self
 
-    def _describe(self) -> str:
+    def describe(self) -> str:
+        """``Name(param=value, ...)`` with the parameters that differ from the defaults."""
         changed = {k: v for k, v in self.get_params(deep=False).items() if k != "preprocess"}
         defaults = type(self)().get_params(deep=False)
         parts = [f"{k}={v!r}" for k, v in changed.items() if v != defaults.get(k)]
@@ -701,7 +702,8 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         return write_model_file(self, path, self.method, network_leaves(self.network_),
                                 self.fit_report_.to_dict())  # fmt: skip
 
-    def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
+    def restore_arrays(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
+        """Sets the fitted network from a model file's ``net_*`` arrays (:func:`dpp.load`)."""
         skeleton = self._skeleton(dim, len(header["classes"]))
         self.network_ = restore_network(path, skeleton, arrays)
         self.fit_report_ = FitReport.from_dict(self.method, header["info"])

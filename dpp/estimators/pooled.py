@@ -183,7 +183,7 @@ class PooledLogisticClassifier(InstancePredictions, ClassifierMixin, BaseEstimat
         frozenset(),
     )
 
-    def _file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
+    def file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """``(required, optional, prefix)`` names of this estimator's own model-file arrays."""
         return (*self._FILE_ARRAYS, None)
 
@@ -215,7 +215,7 @@ class PooledLogisticClassifier(InstancePredictions, ClassifierMixin, BaseEstimat
         """``F``, the features of a set (``dim``: the vectors' ``D'`` after preprocessing)."""
         raise NotImplementedError
 
-    def _restore(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
+    def restore_arrays(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
         """Sets the fitted head from a model file's arrays (:func:`dpp.load`), checked first.
 
         Raises:

@@ -41,6 +41,7 @@ def _missing_keys(cfg, prefix: str = "") -> list[str]:
         if OmegaConf.is_missing(cfg, key):
             out.append(name)
             continue
+        # OmegaConf's unresolved node: no public equivalent (cfg[key] resolves interpolations)
         child = cfg._get_node(key)
         if isinstance(child, DictConfig | ListConfig):
             out += _missing_keys(child, name + ".")

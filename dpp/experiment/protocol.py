@@ -78,7 +78,7 @@ def _shared_l2(settings: TrialSettings, train, units, centres, seed, groups) -> 
     """
     sel = settings.l2_selection
     primary = next(iter(settings.methods.values()))
-    names = StandardPrototypeClassifier._get_param_names()
+    names = StandardPrototypeClassifier().get_params(deep=False)
     standard = StandardPrototypeClassifier(
         **{name: value for name, value in primary.get_params().items() if name in names}
     ).set_params(

@@ -47,20 +47,20 @@ from dpp.pooling import by_kind
 from dpp.sets import RaggedSets
 from dpp.solvers.progress import log_rounds
 from dpp.solvers.prototype import (
-    _accept,
-    _minimise_objective,
-    _prototype_step,
+    accept_if_higher,
+    minimise_objective,
     prototype_coordinates,
     prototype_step,
+    traced_prototype_step,
 )
 from dpp.solvers.settings import FitResult, FitSettings, StepDiagnostics
 from dpp.solvers.theta import (
     MAX_BATCH_BYTES,
-    _theta_step,
     classifier_member_bytes,
     fit_classifier,
     fit_classifier_paths,
     theta_step,
+    traced_theta_step,
 )
 
 #: The round loop's own names, and those of the steps it runs (re-exported from the modules
@@ -168,7 +168,7 @@ def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
         mu, log_beta, pooling = to_params(x[:3])
         return Params(mu, log_beta, x[3], pooling)
 
-    result = _minimise_objective(assemble, (*x0, params.theta), sets, settings, key)
+    result = minimise_objective(assemble, (*x0, params.theta), sets, settings, key)
     return assemble(result.params), result
 
 
@@ -193,7 +193,7 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     cap = jnp.int32(settings.max_rounds)
     if round_cap is not None:  # never past the preallocated history
         cap = jnp.minimum(jnp.asarray(round_cap, jnp.int32), cap)
-    params, theta_result = _theta_step(params0, sets, settings)
+    params, theta_result = traced_theta_step(params0, sets, settings)
     value = objective(params, sets, settings.l2, settings.prior)
     rows = settings.max_rounds + 1
     diag = StepDiagnostics(
@@ -238,13 +238,13 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
         params, value = s.params, s.value
         if joint:
             candidate, proto = _joint_step(params, sets, settings, step_key)
-            params, value, proto_ok = _accept(candidate, params, value, sets, settings)
+            params, value, proto_ok = accept_if_higher(candidate, params, value, sets, settings)
             theta_iters, theta_ok, theta_failures = jnp.int32(0), jnp.array(False), 0
         else:
-            candidate, proto = _prototype_step(params, sets, settings, step_key)
-            params, value, proto_ok = _accept(candidate, params, value, sets, settings)
-            candidate, theta = _theta_step(params, sets, settings)
-            params, value, theta_ok = _accept(candidate, params, value, sets, settings)
+            candidate, proto = traced_prototype_step(params, sets, settings, step_key)
+            params, value, proto_ok = accept_if_higher(candidate, params, value, sets, settings)
+            candidate, theta = traced_theta_step(params, sets, settings)
+            params, value, theta_ok = accept_if_higher(candidate, params, value, sets, settings)
             theta_iters, theta_failures = theta.num_iter, theta.linesearch_failures
         round_ = s.round + 1
         rel_change = (value - s.value) / jnp.maximum(jnp.abs(s.value), 1e-30)

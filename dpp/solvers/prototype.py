@@ -3,7 +3,7 @@
 It runs in well-scaled coordinates (:func:`prototype_coordinates`): prototypes in units of the
 code length-scale ``1 / sqrt(beta)``, ``log beta`` inside a smooth trust region of half-width
 ``log(beta_step_limit)``, by full-batch L-BFGS/BFGS or mini-batch Adam; a step that lowers ``L``
-is refused (:func:`_accept`).
+is refused (:func:`accept_if_higher`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dpp.likelihood import (
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import MinimizeResult
 from dpp.solvers.settings import FitSettings
-from dpp.solvers.theta import _scale
+from dpp.solvers.theta import weight_scale
 
 
 def prototype_coordinates(params: Params, beta_step_limit: float):
@@ -80,10 +80,11 @@ def prototype_step(
     Returns:
         Parameters with new ``mu`` and ``log_beta``.
     """
-    return _prototype_step(params, sets, settings, key)[0]
+    return traced_prototype_step(params, sets, settings, key)[0]
 
 
-def _prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
+def traced_prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
+    """:func:`prototype_step` unjitted, with the solver's result (the round loop traces it)."""
     theta = params.theta
     x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
 
@@ -91,17 +92,17 @@ def _prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key
         mu, log_beta, pooling = to_params(x)
         return Params(mu, log_beta, theta, pooling)
 
-    result = _minimise_objective(assemble, x0, sets, settings, key)
+    result = minimise_objective(assemble, x0, sets, settings, key)
     return assemble(result.params), result
 
 
-def _minimise_objective(
+def minimise_objective(
     assemble, x0, sets: RaggedSets, settings: FitSettings, key
 ) -> MinimizeResult:
     """``-L`` minimised by the prototype solver: over all sets, or over mini-batches of them."""
 
     def loss(x):
-        return -_scale(sets) * objective(assemble(x), sets, settings.l2, settings.prior)
+        return -weight_scale(sets) * objective(assemble(x), sets, settings.l2, settings.prior)
 
     total_weight = jnp.sum(sets.weights)  # once, not per mini-batch
 
@@ -118,7 +119,9 @@ def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSett
     return scale * data - penalty + settings.prior.log_density(params.log_beta)
 
 
-def _accept(candidate: Params, current: Params, current_value, sets, settings: FitSettings):
+def accept_if_higher(
+    candidate: Params, current: Params, current_value, sets, settings: FitSettings
+):
     """Keeps ``candidate`` only if it raises ``L`` (and ``L`` is finite).
 
     Returns:

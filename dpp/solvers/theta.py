@@ -27,7 +27,8 @@ from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
 from dpp.solvers.settings import FitSettings
 
 
-def _scale(sets: RaggedSets) -> jax.Array:
+def weight_scale(sets: RaggedSets) -> jax.Array:
+    """``1 / sum_n w_n``: the objective per unit of set weight, as the solvers minimise it."""
     return 1.0 / jnp.sum(sets.weights)
 
 
@@ -225,10 +226,11 @@ def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Param
     Returns:
         Parameters with the new ``Theta``.
     """
-    return _theta_step(params, sets, settings)[0]
+    return traced_theta_step(params, sets, settings)[0]
 
 
-def _theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
+def traced_theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
+    """:func:`theta_step` unjitted, with the solver's result (the round loop traces it)."""
     if isinstance(sets, ShardedSets):  # [P * N_p, K] codes, sharded by set
         z = sharded_codes(sets, params.mu, params.log_beta, params.pooling)
     else:
