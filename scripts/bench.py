@@ -812,7 +812,7 @@ def _scale_one(args) -> None:
     import json
 
     from dpp.solvers.minibatch import AdamSettings, batch_capacity
-    from dpp.solvers.prototype import _prototype_step
+    from dpp.solvers.prototype import traced_prototype_step
     from dpp.solvers.settings import FitSettings
 
     total = int(float(args.scale_one))
@@ -841,7 +841,8 @@ def _scale_one(args) -> None:
         batch = 64
         adam = AdamSettings(batch_size=batch, epochs=1, capacity=batch_capacity(sets, batch))
         settings = FitSettings(prototype_solver=adam)
-        step = jax.jit(_prototype_step).lower(params, sets, settings, jax.random.key(0)).compile()
+        key = jax.random.key(0)
+        step = jax.jit(traced_prototype_step).lower(params, sets, settings, key).compile()
         epoch = _time(lambda *a: step(*a)[0], (params, sets, settings, jax.random.key(0)), 1)
         row["adam_epoch_s"] = float(epoch[0])
         row["adam_batches"] = -(-sets.num_sets // batch)
