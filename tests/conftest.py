@@ -19,6 +19,30 @@ os.environ["DPP_COMPILATION_CACHE"] = "0"
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
+#: Memory mappings of this process past which the compiled programs are dropped between test
+#: modules. Every live compiled XLA CPU program holds about 9 mappings, and the kernel refuses
+#: more than ``vm.max_map_count`` (65530 by default) in one process: a test worker that lived
+#: through most of the extended tier crashed inside XLA's compiler at that limit.
+MAX_MAPPINGS = 20_000
+
+
+def mappings() -> int:
+    """The memory mappings of this process (``/proc/self/maps``; 0 where there is none)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def bounded_compiled_programs():
+    """Drops the compiled programs after a module that left more than :data:`MAX_MAPPINGS`."""
+    yield
+    if mappings() > MAX_MAPPINGS:
+        jax.clear_caches()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(20121)
