@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from dpp.sets import RaggedSets, one_hot
+from dpp.solvers.cache import release_compiled_programs
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 os.environ["DPP_COMPILATION_CACHE"] = "0"
@@ -19,28 +20,13 @@ os.environ["DPP_COMPILATION_CACHE"] = "0"
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
 
-#: Memory mappings of this process past which the compiled programs are dropped between test
-#: modules. Every live compiled XLA CPU program holds about 9 mappings, and the kernel refuses
-#: more than ``vm.max_map_count`` (65530 by default) in one process: a test worker that lived
-#: through most of the extended tier crashed inside XLA's compiler at that limit.
-MAX_MAPPINGS = 20_000
-
-
-def mappings() -> int:
-    """The memory mappings of this process (``/proc/self/maps``; 0 where there is none)."""
-    try:
-        with open("/proc/self/maps", "rb") as maps:
-            return sum(1 for _ in maps)
-    except OSError:
-        return 0
-
-
 @pytest.fixture(autouse=True, scope="module")
 def bounded_compiled_programs():
-    """Drops the compiled programs after a module that left more than :data:`MAX_MAPPINGS`."""
+    """Drops the compiled programs after a module that left the worker near the kernel's limit
+    on memory mappings (:func:`dpp.solvers.cache.release_compiled_programs`): a worker that
+    lived through most of the extended tier crashed inside XLA's compiler at that limit."""
     yield
-    if mappings() > MAX_MAPPINGS:
-        jax.clear_caches()
+    release_compiled_programs()
 
 
 @pytest.fixture

@@ -298,3 +298,24 @@ def test_early_stopping_and_its_refit_run_one_coordinate_ascent_program():
     assert est.fit_report_.early_stopping.source == "validation_fraction"
     # one program, not two (0 where an earlier test in this worker compiled the same shapes)
     assert counter.programs("coordinate_ascent") <= 1, counter.names
+
+
+def test_live_compiled_programs_hold_memory_mappings_that_a_release_returns(monkeypatch):
+    """Each live XLA CPU program holds memory mappings, capped per process by the kernel
+    (``vm.max_map_count``): past a share of that cap ``release_compiled_programs`` drops the
+    programs, and the mappings with them; below it, nothing."""
+    from dpp.solvers import cache
+
+    if cache.memory_mappings() == 0:
+        pytest.skip("no /proc/self/maps on this system")
+    functions = [jax.jit(lambda x, i=i: jnp.sin(x) * i) for i in range(40)]
+    before = cache.memory_mappings()
+    for f in functions:
+        f(jnp.ones(3)).block_until_ready()
+    held = cache.memory_mappings()
+    assert held - before >= 40  # at least one mapping a live program
+    assert not cache.release_compiled_programs(share=1.0)  # far below the kernel's cap
+    assert cache.memory_mappings() >= held - 5
+    monkeypatch.setattr(cache, "max_map_count", lambda: held)  # as if the cap were near
+    assert cache.release_compiled_programs(share=0.9)
+    assert cache.memory_mappings() < held - 30

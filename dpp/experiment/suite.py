@@ -55,6 +55,7 @@ from dpp.estimators.ensemble import seed_members
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
 from dpp.metrics import evaluate
 from dpp.pooling import POOLINGS
+from dpp.solvers.cache import release_compiled_programs
 
 #: Data seeds of draw ``d`` are ``base + DRAW_STRIDE * d``: draw 0 is each task's original data.
 DRAW_STRIDE = 1000
@@ -410,6 +411,7 @@ def run_task(
     loader, k, _ = TASKS[name]
     records = []
     for draw, fold, dataset, train, test in _outer_folds(loader, folds, seed, draws):
+        release_compiled_programs()  # a long run never reaches the kernel's mapping limit
         if (draw, fold) in skip:
             continue
         sets = dataset.sets

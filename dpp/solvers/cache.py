@@ -172,3 +172,53 @@ def cache_from_environment() -> Path | None:
             stacklevel=2,
         )
         return enable_persistent_cache(None)
+
+
+#: The kernel's default limit on memory mappings per process (``vm.max_map_count``).
+DEFAULT_MAX_MAP_COUNT = 65530
+#: The share of that limit past which :func:`release_compiled_programs` drops JAX's programs.
+RELEASE_SHARE = 0.3
+
+
+def memory_mappings() -> int:
+    """The memory mappings this process holds (lines of ``/proc/self/maps``; 0 without it)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+def max_map_count() -> int:
+    """The kernel's limit on memory mappings per process (``/proc/sys/vm/max_map_count``)."""
+    try:
+        return int(Path("/proc/sys/vm/max_map_count").read_text())
+    except (OSError, ValueError):
+        return DEFAULT_MAX_MAP_COUNT
+
+
+def release_compiled_programs(share: float = RELEASE_SHARE) -> bool:
+    """Drops JAX's compiled programs (``jax.clear_caches()``) when this process holds many.
+
+    Every compiled XLA CPU program that stays alive holds about 9 memory mappings, and dpp's
+    jitted functions keep one program per shape they have seen: a process that fits thousands
+    of differently shaped problems (a long suite run, a test worker) reaches the kernel's limit
+    on mappings per process, where XLA's compiler crashes with a segmentation fault instead of
+    raising. Called between the units of work that may share nothing (the suite's tasks and
+    outer folds, the test modules); later fits compile again what they need. Not thread-safe:
+    never while another thread fits.
+
+    Args:
+        share: the share of :func:`max_map_count` past which the programs are dropped.
+
+    Returns:
+        Whether they were dropped.
+    """
+    count = memory_mappings()
+    if count <= share * max_map_count():
+        return False
+    jax.clear_caches()
+    logger.info(
+        "%d memory mappings (limit %d): JAX's compiled programs dropped", count, max_map_count()
+    )
+    return True
