@@ -173,7 +173,7 @@ def test_L_recomputed_after_every_round_is_the_history_and_never_falls():
 def test_the_accept_rule_keeps_the_current_point_against_a_worse_or_nan_candidate(small_problem):
     """A step is kept only if it raises a finite L: a worse candidate, a NaN one and an equal
     one leave the parameters and the value as they were; a better one is taken."""
-    from dpp.solvers.prototype import _accept
+    from dpp.solvers.prototype import accept_if_higher
 
     train, centres = small_problem
     settings = FitSettings(l2=1e-2)
@@ -186,10 +186,10 @@ def test_the_accept_rule_keeps_the_current_point_against_a_worse_or_nan_candidat
     nan = current._replace(mu=current.mu.at[0, 0].set(jnp.nan))
     assert float(worse_value) < float(value)
     for candidate in (worse, nan, current):
-        params, kept, accepted = _accept(candidate, current, value, train, settings)
+        params, kept, accepted = accept_if_higher(candidate, current, value, train, settings)
         assert not bool(accepted) and float(kept) == float(value)
         for a, b in zip(jax.tree.leaves(params), jax.tree.leaves(current), strict=True):
             np.testing.assert_array_equal(a, b)
-    params, kept, accepted = _accept(current, worse, worse_value, train, settings)
+    params, kept, accepted = accept_if_higher(current, worse, worse_value, train, settings)
     assert bool(accepted) and float(kept) == float(value)
     np.testing.assert_array_equal(params.theta, current.theta)
