@@ -8,7 +8,6 @@ import jax
 import numpy as np
 
 from dpp import params as check
-from dpp.baselines.infoloss import InfoLossSettings
 from dpp.estimators.base import PrototypeClassifier
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
 from dpp.likelihood import BetaPrior
@@ -20,7 +19,6 @@ from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import FitSettings
 
 _FIT = FitSettings()
-_INFOLOSS = InfoLossSettings()
 
 
 class DPPClassifier(PrototypeClassifier):
