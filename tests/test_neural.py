@@ -329,7 +329,7 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
             np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
     with pytest.raises(ValueError, match="one training set per estimator: 2 estimators, 1"):
         fit_together(members()[:2], folds[:1])
-    with pytest.raises(ValueError, match="embedding=None is not one"):
+    with pytest.raises(ValueError, match="Adam-trained fits: DPPClassifier is not one"):
         fit_together([dpp.DPPClassifier()], folds[:1])
 
 
