@@ -200,8 +200,9 @@ def max_map_count() -> int:
 def release_compiled_programs(share: float = RELEASE_SHARE) -> bool:
     """Drops JAX's compiled programs (``jax.clear_caches()``) when this process holds many.
 
-    Every compiled XLA CPU program that stays alive holds about 9 memory mappings, and dpp's
-    jitted functions keep one program per shape they have seen: a process that fits thousands
+    Every compiled XLA CPU program that stays alive holds several memory mappings (4 to 9 in
+    the probes), and dpp's jitted functions keep one program per shape they have seen: a
+    process that fits thousands
     of differently shaped problems (a long suite run, a test worker) reaches the kernel's limit
     on mappings per process, where XLA's compiler crashes with a segmentation fault instead of
     raising. Called between the units of work that may share nothing (the suite's tasks and
