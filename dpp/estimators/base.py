@@ -336,7 +336,19 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
     def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
         """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
 
-        Sets ``classes_``, ``n_features_in_`` and ``preprocess_``; the sets are preprocessed.
+        What ``fit`` runs first, and what :class:`~dpp.DPPClassifierCV` asks of a fold's sets
+        for their k-means. Sets ``classes_``, ``n_features_in_`` and ``preprocess_``.
+
+        Args:
+            X: ``N`` sets: a list of ``[M_n, D]`` arrays or labelled :class:`~dpp.sets.RaggedSets`.
+            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled sets.
+            sample_weight: ``[N]`` per-set weights, or ``None``.
+
+        Returns:
+            The preprocessed sets (``D'`` features, float32) and the fit's integer seed.
+
+        Raises:
+            ValueError: a bad parameter or input, naming it.
         """
         self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
@@ -382,7 +394,14 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
         return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
 
     def initial_centres(self, sets: RaggedSets, seed: int) -> np.ndarray:
-        """``init`` if given, else the previous fit's prototypes (``warm_start``), else k-means."""
+        """``[K, D']`` float64 starting prototypes ``mu`` of preprocessed sets.
+
+        ``init`` if given, else the previous fit's prototypes (``warm_start``), else k-means of
+        the vectors, seeded by ``seed``.
+
+        Raises:
+            ValueError: an ``init`` that is not ``[n_prototypes, D']``.
+        """
         k, dim = self.n_prototypes, sets.dim
         if self.init is not None and not (isinstance(self.init, str) and self.init == "k-means"):
             centres = np.asarray(self.init, np.float64)

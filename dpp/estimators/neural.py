@@ -545,7 +545,14 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         return self.finish_training(network, report)
 
     def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
-        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``."""
+        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
+
+        As :meth:`dpp.estimators.base.PrototypeClassifier.prepare_sets`: ``N`` sets of
+        ``[M_n, D]`` vectors in, the preprocessed sets and the integer seed out.
+
+        Raises:
+            ValueError: a bad parameter or input, naming it.
+        """
         self.check_params()
         sets, self.classes_ = labelled_sets(X, y, sample_weight)
         self.n_features_in_ = sets.dim
