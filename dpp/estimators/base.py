@@ -108,11 +108,58 @@ def per_set(rows: np.ndarray, sets: RaggedSets) -> list[np.ndarray]:
     return np.split(np.asarray(rows), np.cumsum(sets.set_sizes())[:-1])
 
 
-class InstancePredictions:
-    """``instance_proba``: every vector classified as a set of its own (any set classifier).
+class SetClassifierMixin:
+    """What every set classifier derives from its ``predict_log_proba``: one definition each.
 
-    A mixin for the set classifiers (it needs ``predict_proba`` and ``n_features_in_``).
+    The base of the five estimator roots (the prototype estimators, :class:`~dpp.DPPClassifierCV`,
+    the networks, the pooled regressions and the ensemble), placed first among their bases:
+    ``predict_proba``, ``predict``, ``score`` and ``instance_proba`` follow from the class's
+    ``predict_log_proba`` (``[N, C]`` float64, columns in ``classes_``, raising
+    ``NotFittedError`` before ``fit``), ``classes_`` and ``n_features_in_``.
     """
+
+    def predict_log_proba(self, X) -> np.ndarray:  # pragma: no cover (every root defines it)
+        """``[N, C]`` float64 log class probabilities, columns in ``classes_``."""
+        raise NotImplementedError
+
+    def predict_proba(self, X) -> np.ndarray:
+        """``[N, C]`` float64 class probabilities, columns in ``classes_`` (rows sum to 1).
+
+        ``exp`` of :meth:`predict_log_proba`.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+        """
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X) -> np.ndarray:
+        """``[N]`` the most probable class of each set (a value of ``classes_``).
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+        """
+        log_proba = self.predict_log_proba(X)  # NotFittedError first
+        return self.classes_[np.argmax(log_proba, axis=1)]
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class.
+
+        Args:
+            X: ``N`` sets (as ``fit`` takes them).
+            y: ``[N]`` class labels or ``[N, C]`` soft labels.
+            sample_weight: optional ``[N]`` weights of the sets.
+
+        Returns:
+            The (weighted) share of sets whose predicted class is their label, in ``[0, 1]``.
+
+        Raises:
+            sklearn.exceptions.NotFittedError: before ``fit``.
+        """
+        predicted = self.predict(X)
+        y = np.asarray(y)
+        if y.ndim == 2:
+            y = self.classes_[np.argmax(y, axis=1)]
+        return float(np.average(predicted == y, weights=sample_weight))
 
     def instance_proba(self, X) -> list[np.ndarray]:
         """Each vector's class probabilities as a set of one: one ``[M_n, C]`` array per set.
@@ -257,7 +304,7 @@ def warn_unclean(estimator) -> None:
         warn_caller(f"{estimator.describe()}: fit {report.status}: {report.reason}")
 
 
-class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PrototypeClassifier(SetClassifierMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """Shared machinery of the prototype classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_fit_model``. Fitted attributes:
@@ -462,15 +509,6 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
         sets = self._prediction_sets(X)
         return np.asarray(self.model_.log_predictive(sets), np.float64)
 
-    def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` float64 class probabilities of eq. (16), columns in ``classes_``."""
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X) -> np.ndarray:
-        """``[N]`` most probable class of each set (a value of ``classes_``)."""
-        log_proba = self.predict_log_proba(X)
-        return self.classes_[np.argmax(log_proba, axis=1)]
-
     def transform(self, X) -> np.ndarray:
         """``[N, K]`` float64 set representations ``z`` (eq. 2 over eq. 3, or eq. 1)."""
         sets = self._prediction_sets(X)
@@ -530,15 +568,6 @@ class PrototypeClassifier(InstancePredictions, ClassifierMixin, TransformerMixin
         """
         sets = self._prediction_sets(X)
         return per_set(self.model_.membership_codes(sets), sets)
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
-        check_is_fitted(self, "model_")
-        y = np.asarray(y)
-        if y.ndim == 2:
-            y = self.classes_[np.argmax(y, axis=1)]
-        hits = self.predict(X) == y
-        return float(np.average(hits, weights=sample_weight))
 
     def save(self, path) -> Path:
         """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).

@@ -25,8 +25,8 @@ from dpp.errors import (
 )
 from dpp.estimators.base import (
     SCORINGS,
-    InstancePredictions,
     PrototypeClassifier,
+    SetClassifierMixin,
     labelled_sets,
     resolve_seed,
 )
@@ -173,7 +173,7 @@ def fewest_rounds(per_round: np.ndarray) -> int:
         return int(np.flatnonzero(means >= means[best] - se)[0])
 
 
-class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, BaseEstimator):
+class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """DPP with ``l2`` (and ``n_prototypes``) chosen by cross-validation of DPP itself.
 
     In the spirit of scikit-learn's ``LogisticRegressionCV``: every candidate is scored by
@@ -660,14 +660,6 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         """``[N, C]`` log class probabilities of the refitted estimator."""
         return self._best().predict_log_proba(X)
 
-    def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` class probabilities of the refitted estimator."""
-        return self._best().predict_proba(X)
-
-    def predict(self, X) -> np.ndarray:
-        """``[N]`` predicted classes of the refitted estimator."""
-        return self._best().predict(X)
-
     def transform(self, X) -> np.ndarray:
         """``[N, K]`` set representations ``z`` of the refitted estimator."""
         return self._best().transform(X)
@@ -687,10 +679,6 @@ class DPPClassifierCV(InstancePredictions, ClassifierMixin, TransformerMixin, Ba
         An ensemble's are its members' side by side, ``[M_n, K_1 + ... + K_m]``.
         """
         return self._best().soft_assignments(X)
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy of the refitted estimator (see :meth:`PrototypeClassifier.score`)."""
-        return self._best().score(X, y, sample_weight)
 
     def save(self, path) -> Path:
         """Writes ``best_estimator_`` to a model file; :func:`dpp.load` reads it as that estimator.

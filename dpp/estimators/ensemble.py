@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
-from dpp.estimators.base import InstancePredictions, labelled_sets
+from dpp.estimators.base import SetClassifierMixin, labelled_sets
 from dpp.model import FitReport
 from dpp.model.report import CLEAN_STATUSES, STATUSES
 
@@ -77,7 +77,7 @@ def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
     return members
 
 
-class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator):
+class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
     r"""Set classifiers fitted on the same sets, their predictions combined.
 
     With ``combine="proba"``, ``predict_proba`` is the weighted mean of the members' ``[N, C]``
@@ -215,21 +215,6 @@ class SetEnsembleClassifier(InstancePredictions, ClassifierMixin, BaseEstimator)
         used = self._used()
         logs = [np.asarray(e.predict_log_proba(X), np.float64) for _, e in used]
         return combined_log_proba(logs, [w for w, _ in used], self.combine)
-
-    def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` class probabilities of the combination (:meth:`predict_log_proba`)."""
-        return np.exp(self.predict_log_proba(X))
-
-    def predict(self, X) -> np.ndarray:
-        """``[N]`` the most probable class of each set (``classes_`` values)."""
-        return self.classes_[np.argmax(self.predict_log_proba(X), axis=1)]
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
-        y = np.asarray(y)
-        if y.ndim == 2:
-            y = self.classes_[np.argmax(y, axis=1)]
-        return float(np.average(self.predict(X) == y, weights=sample_weight))
 
     def transform(self, X) -> np.ndarray:
         """``[N, K_1 + ... + K_m]`` the members' set representations ``z``, side by side."""

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from dpp import model_file
 from dpp import params as check
 from dpp.estimators.base import (
-    InstancePredictions,
+    SetClassifierMixin,
     labelled_sets,
     per_set,
     prediction_sets,
@@ -500,7 +500,7 @@ class AdamTrained:
         return frozenset(), frozenset(), "net_"
 
 
-class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, BaseEstimator):
+class NeuralSetClassifier(AdamTrained, SetClassifierMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery of the neural set classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
@@ -619,10 +619,6 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
             out[rows] = np.asarray(readout.log_proba(self.network_, bucket))[: rows.size]
         return out
 
-    def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
-        return np.exp(self.predict_log_proba(X))
-
     def transform(self, X) -> np.ndarray:
         """``[N, H]`` float64 pooled set representations ``z``, the linear head's input.
 
@@ -680,19 +676,6 @@ class NeuralSetClassifier(AdamTrained, InstancePredictions, ClassifierMixin, Bas
         if network is None:
             raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
         return np.asarray(network.intercept(), np.float64)
-
-    def predict(self, X) -> np.ndarray:
-        """``[N]`` most probable class of each set (a value of ``classes_``)."""
-        log_proba = self.predict_log_proba(X)  # NotFittedError first
-        return self.classes_[np.argmax(log_proba, axis=1)]
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
-        check_is_fitted(self, "network_")
-        y = np.asarray(y)
-        if y.ndim == 2:
-            y = self.classes_[np.argmax(y, axis=1)]
-        return float(np.average(self.predict(X) == y, weights=sample_weight))
 
     # ------------------------------------------------------------------ model file
     def save(self, path) -> Path:

@@ -32,7 +32,7 @@ from dpp.baselines.standard import hard_code_model
 from dpp.errors import warn_caller
 from dpp.estimators.base import (
     SCORINGS,
-    InstancePredictions,
+    SetClassifierMixin,
     check_shapes,
     labelled_sets,
     per_set,
@@ -50,7 +50,7 @@ from dpp.units import Affine, Normalizer
 logger = logging.getLogger(__name__)
 
 
-class PooledLogisticClassifier(InstancePredictions, ClassifierMixin, BaseEstimator):
+class PooledLogisticClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
     """Shared machinery: features of each set, then :class:`LogisticHead` with ``C`` by CV.
 
     Subclasses set :attr:`method` and implement ``_fit_features`` and ``_features``. Fitted
@@ -271,10 +271,6 @@ class PooledLogisticClassifier(InstancePredictions, ClassifierMixin, BaseEstimat
         sets = self._preprocessed(prediction_sets(X, self))
         return np.asarray(self.head_.log_proba(self._features(sets)), np.float64)
 
-    def predict_proba(self, X) -> np.ndarray:
-        """``[N, C]`` float64 class probabilities, columns in ``classes_``."""
-        return np.exp(self.predict_log_proba(X))
-
     def transform(self, X) -> np.ndarray:
         """``[N, F]`` float64 pooled features of each set, the logistic regression's input.
 
@@ -325,19 +321,6 @@ class PooledLogisticClassifier(InstancePredictions, ClassifierMixin, BaseEstimat
         if head is None:
             raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
         return head.linear()[1]
-
-    def predict(self, X) -> np.ndarray:
-        """``[N]`` most probable class of each set (a value of ``classes_``)."""
-        log_proba = self.predict_log_proba(X)
-        return self.classes_[np.argmax(log_proba, axis=1)]
-
-    def score(self, X, y, sample_weight=None) -> float:
-        """Accuracy on ``(X, y)``; for soft labels, against each set's most probable class."""
-        check_is_fitted(self, "head_")
-        y = np.asarray(y)
-        if y.ndim == 2:
-            y = self.classes_[np.argmax(y, axis=1)]
-        return float(np.average(self.predict(X) == y, weights=sample_weight))
 
 
 class PoolingClassifier(PooledLogisticClassifier):
