@@ -5,7 +5,9 @@ same split, start and keys as their ``fit`` (:func:`dpp.estimators.diagnosis.tra
 for a fixed number of epochs without early stopping: training and held-out log-likelihood per
 set, gradient norms per parameter, and for the embedded DPP ``beta``, the embedded vectors'
 scale, the squared distance to the nearest prototype, the share of one-hot codes and the dead
-prototypes. Prints a table every few epochs and writes ``trace.json`` and ``trace.png``.
+prototypes, and what the coupled weight decay adds to the embedding's gradient against the
+gradient itself (``decay/grad``: ``weight_decay`` x the embedding's norm / its gradient's norm,
+for both models). Prints a table every few epochs and writes ``trace.json`` and ``trace.png``.
 
     python scripts/embedded_diagnosis.py                                  # today's defaults
     python scripts/embedded_diagnosis.py --embedded pooling=mean dropout=0.0   # before issue 52
@@ -93,6 +95,9 @@ def main(argv=None) -> int:
                 f"held-out {state['validation_ll']:7.4f}  |grad| "
                 + " ".join(f"{k} {v:.2g}" for k, v in groups.items())
             )
+            if "embedding_norm" in state:  # the coupled decay's term against the loss's
+                decay = float(estimator.weight_decay) * state["embedding_norm"]
+                line += f"  decay/grad {decay / groups['embedding']:.2g}"
             if "beta" in state:
                 line += (
                     f"  beta {state['beta']:.3g}  rms(h) {state['embedding_rms']:.3g}  "
@@ -111,14 +116,18 @@ def main(argv=None) -> int:
     (args.out / "trace.json").write_text(json.dumps(
         {"task": args.task, "embedded": _params(args.embedded), "traces": traces}, indent=1
     ))  # fmt: skip
-    _plot(traces, args.out / "trace.png", args.task)
+    decays = {name: float(m.weight_decay) for name, m in models.items()}
+    _plot(traces, args.out / "trace.png", args.task, decays)
     print(f"wrote {args.out / 'trace.json'} and {args.out / 'trace.png'}")
     return 0
 
 
-def _plot(traces: dict, path: Path, task: str) -> None:
+def _plot(traces: dict, path: Path, task: str, decays: dict) -> None:
     fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     for name, trace in traces.items():
+        epochs = [s["epoch"] for s in trace]
+        axes[1].semilogy(epochs, [decays[name] * s["embedding_norm"] for s in trace], ":",
+                         label=f"{name}: weight decay x |embedding|")  # fmt: skip
         epochs = [s["epoch"] for s in trace]
         line = axes[0].plot(epochs, [s["train_ll"] for s in trace], label=f"{name}, training")
         axes[0].plot(epochs, [s["validation_ll"] for s in trace], "--", color=line[0].get_color(),

@@ -99,6 +99,29 @@ def test_the_geometry_sees_saturation_and_softness(problem):
     assert cool["one_hot"] == 0.0 and cool["beta_gap"] < 1e-3
 
 
+def test_the_state_holds_the_embeddings_norm_that_weight_decay_multiplies(problem):
+    """``embedding_norm`` is the Euclidean norm of every weight and bias of the embedding (what
+    the coupled weight decay scales into the gradient), and scales with them; the prototypes,
+    ``beta`` and ``Theta`` are not in it."""
+    X, y = problem
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).training_member(X, y))
+    model = plan.start
+    arrays = [a for layer in model.embedding.layers for a in (layer.weight, layer.bias)]
+    expected = np.sqrt(sum(np.sum(np.asarray(a, np.float64) ** 2) for a in arrays))
+    state = diagnostics.network_state(model, plan.buckets, plan.validation)
+    assert state["embedding_norm"] == pytest.approx(expected, rel=1e-5)
+    doubled = eqx.tree_at(lambda m: m.embedding, model,
+                          jax.tree.map(lambda a: 2 * a, model.embedding))  # fmt: skip
+    moved = eqx.tree_at(lambda m: m.mu, model, 10 * model.mu)
+    norm = diagnostics.network_state
+    assert norm(doubled, plan.buckets, plan.validation)["embedding_norm"] == pytest.approx(
+        2 * expected, rel=1e-5
+    )
+    assert norm(moved, plan.buckets, plan.validation)["embedding_norm"] == pytest.approx(
+        expected, rel=1e-6
+    )
+
+
 @pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
 def test_normalised_codes_ignore_the_embeddings_scale(problem):
     """With normalize, eq. (3) sees unit vectors: scaling the last layer (weights and bias) by

@@ -8,7 +8,9 @@ and :func:`network_state` reads off, between epochs:
 
 * the weighted mean log-likelihood per set (nats) of the training and held-out sets;
 * the gradient norm of the training loss per parameter (each layer's weight and bias, ``mu``,
-  ``log_beta``, ``Theta``, the attention's layers);
+  ``log_beta``, ``Theta``, the attention's layers), and the norm of the embedding's arrays (the
+  coupled weight decay adds ``weight_decay`` times them to the embedding's gradient before Adam
+  scales it: how much the decay weighs against the loss is the ratio of the two);
 * for an :class:`~dpp.networks.layers.EmbeddedDPP`: ``beta``, the scale of the embedded
   vectors (root mean square norm), the squared distance of each to its nearest prototype
   (median), ``beta`` times the gap between its nearest and second-nearest prototype (the
@@ -168,14 +170,20 @@ def network_state(model: eqx.Module, buckets, validation) -> dict:
         validation: held-out sets.
 
     Returns:
-        ``{"train_ll", "validation_ll", "grad": {name: norm}, **geometry}`` (the geometry of
-        :func:`embedded_geometry` for an embedded DPP only), floats.
+        ``{"train_ll", "validation_ll", "grad": {name: norm}, "embedding_norm", **geometry}``
+        (``embedding_norm``: the Euclidean norm of all the embedding's weights and biases, for
+        a model with an ``embedding``; the geometry of :func:`embedded_geometry` for an
+        embedded DPP only), floats.
     """
     out = {
         "train_ll": float(training.mean_log_likelihood(model, buckets)),
         "validation_ll": float(training.mean_log_likelihood(model, validation)),
         "grad": gradient_norms(model, buckets),
     }
+    embedding = getattr(model, "embedding", None)
+    if embedding is not None:
+        leaves = jax.tree.leaves(eqx.filter(embedding, eqx.is_inexact_array))
+        out["embedding_norm"] = float(jnp.sqrt(sum(jnp.sum(leaf * leaf) for leaf in leaves)))
     if isinstance(model, layers.EmbeddedDPP):
         out.update(embedded_geometry(model, real_rows(buckets)))
     return out
