@@ -171,7 +171,8 @@ def test_a_dpp_0_1_file_of_dpp_classifier_on_an_embedding_loads_as_the_embedded_
     """dpp 0.2 removed ``DPPClassifier(embedding=...)``; its model files, written by dpp 0.1
     (``tests/data/legacy/make_files.py`` at commit e607c07), load through the header mapping
     as the ``EmbeddedDPPClassifier`` that spelling trained (no dropout, no normalisation,
-    Adam's options taken over) and predict what they predicted, to the bit."""
+    the networks' weight decay, Adam's options taken over) and predict what they predicted, to
+    the bit."""
     expected = np.load(LEGACY / "dpp_embedding_expected.npz")
     X_test = np.split(expected["vectors"], np.cumsum(expected["lengths"])[:-1])
     header, _ = model_file.read(LEGACY / "dpp_embedding.npz")
@@ -179,6 +180,7 @@ def test_a_dpp_0_1_file_of_dpp_classifier_on_an_embedding_loads_as_the_embedded_
     loaded = dpp.load(LEGACY / "dpp_embedding.npz")
     assert type(loaded) is dpp.EmbeddedDPPClassifier
     assert (loaded.embedding, loaded.dropout, loaded.normalize) == ((8,), 0.0, False)
+    assert loaded.weight_decay == 5e-3  # the networks' decay that 0.1 trained it with
     assert (loaded.n_prototypes, loaded.pooling) == (4, "gem")
     assert (loaded.learning_rate, loaded.batch_size) == (3e-3, 8)  # its optimizer_options
     assert loaded.fit_report_.status == "early_stopped"

@@ -37,6 +37,7 @@ from dpp.estimators.pooled import (
 )
 from dpp.model import FitReport
 from dpp.model_file import bad, is_int
+from dpp.networks.training import TrainSettings
 from dpp.units import Affine
 
 #: Every estimator that writes a model file, by method name (the ``method`` in its records).
@@ -71,8 +72,9 @@ def upgraded_header(path: Path, header: dict) -> dict:
 
     dpp 0.1's ``DPPClassifier(embedding=...)`` (removed in 0.2.0) trained the embedded DPP: its
     files become the :class:`~dpp.EmbeddedDPPClassifier` it fitted, with the parameters it
-    forwarded (:meth:`~dpp.EmbeddedDPPClassifier.like`: no dropout, no normalisation, Adam's
-    ``learning_rate`` and ``batch_size`` from its ``optimizer_options``), the same network
+    forwarded (:meth:`~dpp.EmbeddedDPPClassifier.like`: no dropout, no normalisation, the
+    networks' weight decay, Adam's ``learning_rate`` and ``batch_size`` from its
+    ``optimizer_options``), the same network
     arrays and the same predictions. Every other header is returned as it is.
 
     Raises:
@@ -89,8 +91,9 @@ def upgraded_header(path: Path, header: dict) -> dict:
     widths = old.pop("embedding")
     try:
         new = EmbeddedDPPClassifier.like(
-            DPPClassifier(**old), embedding=widths, dropout=0.0, normalize=False
-        )
+            DPPClassifier(**old), embedding=widths, dropout=0.0, normalize=False,
+            weight_decay=TrainSettings().weight_decay,
+        )  # fmt: skip
     except (TypeError, ValueError) as err:
         raise bad(path, "params", f"of DPPClassifier(embedding=...) are invalid ({err})") from None
     return {
