@@ -121,6 +121,24 @@ class Real(Rule):
         return number(name, value, **self.bounds)
 
 
+class Reals(Rule):
+    """A finite number within bounds, or a non-empty sequence of them (candidates to choose from).
+
+    Returns a ``float`` for a number, a ``tuple`` of floats for a sequence (one number in a
+    sequence stays a tuple of one).
+    """
+
+    def __init__(self, low=None, high=None, low_open=False, high_open=False):
+        self.one = Real(low, high, low_open, high_open)
+
+    def _check(self, name, value):
+        if isinstance(value, list | tuple):
+            if not value:
+                raise ValueError(f"{name} must be a number or a non-empty list of numbers; got []")
+            return tuple(self.one(f"{name}[{i}]", v) for i, v in enumerate(value))
+        return self.one(name, value)
+
+
 class Bool(Rule):
     """``True`` or ``False`` (:func:`boolean`)."""
 

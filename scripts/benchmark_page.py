@@ -64,6 +64,32 @@ SECTIONS = (
         "decision": None,
     },
     {
+        "title": "Issue 52: the weight decay on the embedding",
+        "folders": ("embedded_decay_a", "embedded_decay_b", "embedded_decay_choice_a",
+                    "embedded_decay_choice_b"),
+        "purpose": "3 draws x 5 folds of the four digit-bag tasks and a task of each other "
+        "family (2-core CPU; two processes, one folder each): the default before "
+        "(`dpp_embedded_gem_dropout`: the generalised mean, dropout 0.5, the networks' weight "
+        "decay 5e-3 on the embedding) against a weight decay 10 and 40 times stronger "
+        "(`dpp_embedded_wd_5e-2`, `dpp_embedded_wd_2e-1`), and attention MIL on the same "
+        "units. Both decays were screened first on draws 0-1 of `digit_bags_m10_n100` and "
+        "`digit_bags_m50_n50` (20 of these units), beside a learning rate of 2e-4 and K = 32. "
+        "Then, on the same units (`embedded_decay_choice_*`), both decays fitted and the one "
+        "with the better held-out log-likelihood of its own early stopping kept "
+        "(`dpp_embedded_wd_choice`: twice the fits, no data beyond the fit's own 20 %).",
+        "pairs": [("dpp_embedded_wd_5e-2", "dpp_embedded_gem_dropout"),
+                  ("dpp_embedded_wd_2e-1", "dpp_embedded_gem_dropout"),
+                  ("dpp_embedded_wd_choice", "dpp_embedded_gem_dropout"),
+                  ("dpp_embedded_wd_2e-1", "attention_mil"),
+                  ("dpp_embedded_wd_choice", "attention_mil"),
+                  ("dpp_embedded_gem_dropout", "attention_mil")],
+        "decision": (("dpp_embedded_wd_5e-2", "dpp_embedded_wd_2e-1", "dpp_embedded_wd_choice"),
+                     "dpp_embedded_gem_dropout"),
+        "instance_pairs": [("dpp_embedded_gem_dropout", "attention_mil"),
+                           ("dpp_embedded_wd_2e-1", "attention_mil"),
+                           ("dpp_embedded_wd_choice", "attention_mil")],
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "

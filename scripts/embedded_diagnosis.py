@@ -9,10 +9,11 @@ prototypes, and what the coupled weight decay adds to the embedding's gradient a
 gradient itself (``decay/grad``: ``weight_decay`` x the embedding's norm / its gradient's norm,
 for both models). Prints a table every few epochs and writes ``trace.json`` and ``trace.png``.
 
-    python scripts/embedded_diagnosis.py                                  # today's defaults
-    python scripts/embedded_diagnosis.py --embedded pooling=mean dropout=0.0   # before issue 52
+    python scripts/embedded_diagnosis.py              # today's defaults: each candidate decay
+    # before issue 52, and a remedy's fit:
+    python scripts/embedded_diagnosis.py --embedded pooling=mean dropout=0.0 weight_decay=0.005
     python scripts/embedded_diagnosis.py --epochs 40 --out outputs/diagnosis
-    python scripts/embedded_diagnosis.py --embedded pooling=max dropout=0.5 # a remedy's fit
+    python scripts/embedded_diagnosis.py --embedded pooling=max dropout=0.5 weight_decay=0.005
 
 About 1-2 minutes on 2 CPU cores for 40 epochs of each model on digit_bags_m10_n100.
 """
@@ -77,14 +78,19 @@ def main(argv=None) -> int:
     y = np.asarray(sets.labels).argmax(1)
     X_train, y_train = [X[i] for i in train], y[train]
     params = {"n_prototypes": EMBEDDED_K, "embedding": EMBEDDING, "random_state": args.seed}
+    embedded = dpp.EmbeddedDPPClassifier(**{**params, **_params(args.embedded)})
+    decays = embedded.decay_candidates()  # the default's candidates: one trace each
     models = {
-        "embedded DPP": dpp.EmbeddedDPPClassifier(**{**params, **_params(args.embedded)}),
-        "attention MIL": dpp.AttentionMILClassifier(random_state=args.seed),
+        **{
+            f"embedded DPP{'' if len(decays) == 1 else f', weight decay {d:g}'}": (embedded, d)
+            for d in decays
+        },
+        "attention MIL": (dpp.AttentionMILClassifier(random_state=args.seed), None),
     }
     traces = {}
-    for name, estimator in models.items():
+    for name, (estimator, decay) in models.items():
         print(f"# {name}: {estimator}", flush=True)
-        trace = trace_training(estimator, X_train, y_train, epochs=args.epochs)
+        trace = trace_training(estimator, X_train, y_train, epochs=args.epochs, weight_decay=decay)
         traces[name] = trace
         for state in trace:
             if state["epoch"] % args.every and state["epoch"] != args.epochs:
@@ -96,8 +102,9 @@ def main(argv=None) -> int:
                 + " ".join(f"{k} {v:.2g}" for k, v in groups.items())
             )
             if "embedding_norm" in state:  # the coupled decay's term against the loss's
-                decay = float(estimator.weight_decay) * state["embedding_norm"]
-                line += f"  decay/grad {decay / groups['embedding']:.2g}"
+                scale = decay if decay is not None else float(estimator.weight_decay)
+                decay_term = scale * state["embedding_norm"]
+                line += f"  decay/grad {decay_term / groups['embedding']:.2g}"
             if "beta" in state:
                 line += (
                     f"  beta {state['beta']:.3g}  rms(h) {state['embedding_rms']:.3g}  "
@@ -116,8 +123,8 @@ def main(argv=None) -> int:
     (args.out / "trace.json").write_text(json.dumps(
         {"task": args.task, "embedded": _params(args.embedded), "traces": traces}, indent=1
     ))  # fmt: skip
-    decays = {name: float(m.weight_decay) for name, m in models.items()}
-    _plot(traces, args.out / "trace.png", args.task, decays)
+    scales = {name: float(m.weight_decay) if d is None else d for name, (m, d) in models.items()}
+    _plot(traces, args.out / "trace.png", args.task, scales)
     print(f"wrote {args.out / 'trace.json'} and {args.out / 'trace.png'}")
     return 0
 
@@ -137,12 +144,12 @@ def _plot(traces: dict, path: Path, task: str, decays: dict) -> None:
                              label=f"{name}: {group}")  # fmt: skip
             del value
         if "beta" in trace[0]:
-            axes[2].plot(epochs, [s["one_hot"] for s in trace], label="one-hot codes")
-            axes[2].plot(epochs, [s["dead"] for s in trace], label="dead prototypes")
-            axes[3].semilogy(epochs, [s["beta"] for s in trace], label="beta")
-            axes[3].semilogy(epochs, [s["embedding_rms"] for s in trace], label="rms |h|")
-            axes[3].semilogy(epochs, [s["nearest_d2"] for s in trace], label="nearest d^2")
-            axes[3].semilogy(epochs, [s["beta_gap"] for s in trace], label="beta x gap")
+            axes[2].plot(epochs, [s["one_hot"] for s in trace], label=f"{name}: one-hot codes")
+            axes[2].plot(epochs, [s["dead"] for s in trace], label=f"{name}: dead prototypes")
+            axes[3].semilogy(epochs, [s["beta"] for s in trace], label=f"{name}: beta")
+            axes[3].semilogy(epochs, [s["embedding_rms"] for s in trace], label=f"{name}: rms |h|")
+            axes[3].semilogy(epochs, [s["nearest_d2"] for s in trace], label=f"{name}: nearest d^2")
+            axes[3].semilogy(epochs, [s["beta_gap"] for s in trace], label=f"{name}: beta x gap")
     titles = ("log-likelihood per set", "gradient norm", "embedded DPP: shares",
               "embedded DPP: scales")  # fmt: skip
     for ax, title in zip(axes, titles, strict=True):

@@ -13,6 +13,8 @@ from dpp.estimators.neural import plan_member
 from dpp.networks import diagnostics, readout, training
 
 SMALL = {"embedding": (16, 8), "max_epochs": 12, "patience": 3, "batch_size": 4}
+#: One weight decay (the default tries two and keeps one: a trace follows one member).
+ONE = {**SMALL, "weight_decay": 5e-3}
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +32,16 @@ def test_the_trace_follows_the_fit_it_explains(problem):
     and its model after E epochs is train()'s after E epochs (no early stopping): stepping one
     epoch at a time changes nothing."""
     X, y = problem
-    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL)
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **ONE)
     trace = trace_training(est, X, y, epochs=6)
     assert [s["epoch"] for s in trace] == list(range(7))
-    fitted = dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL).fit(X, y)
+    fitted = dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **ONE).fit(X, y)
     record = fitted.fit_report_.early_stopping.validation_history
     shared = min(len(record), len(trace))
     np.testing.assert_allclose(
         [s["validation_ll"] for s in trace[:shared]], record[:shared], rtol=0, atol=2e-5
     )
-    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **SMALL)
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, pooling="max", **ONE)
                        .training_member(X, y))  # fmt: skip
     settings = plan.member.settings
     after = training.train(
@@ -58,7 +60,7 @@ def test_the_gradient_norm_of_theta_is_its_closed_form(problem):
     """d/dTheta of -mean_n w_n sum_j y_nj log p_nj + ridge |Theta|^2 is
     -(1/W) sum_n w_n z_n (y_n - p_n)^T + 2 ridge Theta (eq. 16's softmax on the codes z)."""
     X, y = problem
-    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, l2=0.5, **SMALL)
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, l2=0.5, **ONE)
                        .training_member(X, y))  # fmt: skip
     model = plan.start
     model = model.__class__(
@@ -85,7 +87,7 @@ def test_the_gradient_norm_of_theta_is_its_closed_form(problem):
 
 def test_the_geometry_sees_saturation_and_softness(problem):
     X, y = problem
-    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).training_member(X, y))
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **ONE).training_member(X, y))
     vectors = diagnostics.real_rows(plan.buckets)
     assert vectors.shape[1] == 4 and 0 < len(vectors) < sum(len(x) for x in X)  # the fit part
     model = plan.start
@@ -104,7 +106,7 @@ def test_the_state_holds_the_embeddings_norm_that_weight_decay_multiplies(proble
     the coupled weight decay scales into the gradient), and scales with them; the prototypes,
     ``beta`` and ``Theta`` are not in it."""
     X, y = problem
-    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).training_member(X, y))
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **ONE).training_member(X, y))
     model = plan.start
     arrays = [a for layer in model.embedding.layers for a in (layer.weight, layer.bias)]
     expected = np.sqrt(sum(np.sum(np.asarray(a, np.float64) ** 2) for a in arrays))
@@ -128,7 +130,7 @@ def test_normalised_codes_ignore_the_embeddings_scale(problem):
     a positive constant, which scales every embedded vector, changes no code; without, it
     does. The prototypes eq. 3 sees are unit rows, their squared distances at most 4."""
     X, y = problem
-    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **SMALL).fit(X, y)
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **ONE).fit(X, y)
     net = est.model_.network
     np.testing.assert_allclose(np.linalg.norm(est.prototypes_, axis=1), 1.0, rtol=1e-5)
     bucket = training.bucketize(est.preprocess_.sets(dpp.sets.RaggedSets.from_list(X)), 1, 2)[0][0]
@@ -144,7 +146,7 @@ def test_normalised_codes_ignore_the_embeddings_scale(problem):
     np.testing.assert_allclose(
         readout.vector_codes(scaled(net), bucket), readout.vector_codes(net, bucket), atol=1e-5
     )
-    plain = dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).fit(X, y).model_.network
+    plain = dpp.EmbeddedDPPClassifier(n_prototypes=3, **ONE).fit(X, y).model_.network
     assert not np.allclose(
         readout.vector_codes(scaled(plain), bucket), readout.vector_codes(plain, bucket), atol=1e-3
     )
@@ -153,7 +155,7 @@ def test_normalised_codes_ignore_the_embeddings_scale(problem):
 @pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
 def test_a_normalised_model_file_loads_and_predicts_the_same(problem, tmp_path):
     X, y = problem
-    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **SMALL).fit(X, y)
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=True, **ONE).fit(X, y)
     est.save(tmp_path / "m.npz")
     back = dpp.load(tmp_path / "m.npz")
     assert back.normalize is True and back.model_.network.normalize is True
@@ -165,7 +167,7 @@ def test_the_trace_refuses_what_it_cannot_trace(problem):
     with pytest.raises(ValueError, match="not trained by Adam"):
         trace_training(dpp.DPPClassifier(n_prototypes=2), X, y)
     with pytest.raises(ValueError, match="no held-out sets"):
-        trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **SMALL), X[:20], y[:20])
+        trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **ONE), X[:20], y[:20])
 
 
 @pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
@@ -175,7 +177,7 @@ def test_a_file_written_before_normalize_existed_loads_unnormalised(problem, tmp
     import json
 
     X, y = problem
-    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=False, **SMALL).fit(X, y)
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, normalize=False, **ONE).fit(X, y)
     path = est.save(tmp_path / "m.npz")
     with np.load(path) as data:
         members = {k: data[k] for k in data.files}
@@ -189,3 +191,42 @@ def test_a_file_written_before_normalize_existed_loads_unnormalised(problem, tmp
     # the value comes from the class's ADDED_PARAMS, not from the constructor's default
     monkeypatch.setattr(dpp.EmbeddedDPPClassifier, "ADDED_PARAMS", {"normalize": True})
     assert dpp.load(tmp_path / "old.npz").normalize is True
+
+
+@pytest.mark.extended  # fits: the default tier keeps to about 5 minutes
+def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(problem, tmp_path):
+    """``EmbeddedDPPClassifier()``'s ``weight_decay`` holds two candidates: each is trained on
+    the same split and start, the one with the higher held-out log-likelihood per set is kept
+    and predicts exactly as that decay fitted alone (and as the suite's ``HeldOutChoice`` of
+    the two, which the benchmark measured); the report and the model file say which."""
+    from dpp.estimators.embedded import EMBEDDED_DECAYS
+    from dpp.estimators.neural import fit_together
+    from dpp.experiment.suite import HeldOutChoice
+
+    X, y = problem
+    assert dpp.EmbeddedDPPClassifier().weight_decay == EMBEDDED_DECAYS == (5e-3, 0.2)
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).fit(X, y)
+    alone = [dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **SMALL).fit(X, y)
+             for d in EMBEDDED_DECAYS]  # fmt: skip
+    scores = [max(a.fit_report_.early_stopping.validation_history) for a in alone]
+    facts = est.fit_report_.prototypes
+    assert all(np.isfinite(scores)) and scores[0] != scores[1]
+    assert facts.weight_decay == EMBEDDED_DECAYS[int(np.argmax(scores))]
+    assert [s for _, s in facts.weight_decay_held_out] == pytest.approx(scores, abs=1e-6)
+    chosen = alone[int(np.argmax(scores))]
+    np.testing.assert_array_equal(est.predict_log_proba(X), chosen.predict_log_proba(X))
+    sets = dpp.sets.RaggedSets.from_list(X, np.eye(2)[y], dtype=np.float64)
+    wrapper = HeldOutChoice(
+        [
+            dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **SMALL)
+            for d in EMBEDDED_DECAYS
+        ]
+    ).fit(sets)
+    assert wrapper.chosen_ == int(np.argmax(scores))
+    batched = fit_together([dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL)], [sets])[0]
+    assert batched.fit_report_.prototypes.weight_decay == facts.weight_decay
+    np.testing.assert_array_equal(batched.predict_log_proba(X), est.predict_log_proba(X))
+    back = dpp.load(est.save(tmp_path / "m.npz"))
+    assert back.fit_report_.prototypes.weight_decay_held_out == facts.weight_decay_held_out
+    with pytest.raises(ValueError, match="2 candidates"):
+        dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).training_member(X, y)

@@ -151,7 +151,12 @@ def test_the_networks_save_and_load_exactly_and_refuse_damage(problem, fitted, t
 def test_dpp_on_a_learned_embedding(problem, tmp_path):
     X, y, X_test, y_test = problem
     est = dpp.EmbeddedDPPClassifier(
-        n_prototypes=6, embedding=(16, 8), pooling="max", batch_size=4, random_state=0
+        n_prototypes=6,
+        embedding=(16, 8),
+        pooling="max",
+        batch_size=4,
+        random_state=0,
+        weight_decay=5e-3,  # one decay: the default's choice is tested in test_diagnosis.py
     ).fit(X, y)
     assert est.score(X_test, y_test) >= 0.8
     assert est.transform(X_test).shape == (40, 6) and est.prototypes_.shape == (6, 8)
@@ -171,6 +176,8 @@ def test_dpp_on_a_learned_embedding(problem, tmp_path):
         ({"max_epochs": 0}, r"max_epochs must be"),
         ({"dropout": 1.0}, r"dropout must be"),
         ({"normalize": "yes"}, r"normalize must be"),
+        ({"weight_decay": (5e-3, -1.0)}, r"weight_decay\[1\] must be a finite number >= 0"),
+        ({"weight_decay": []}, r"weight_decay must be a number or a non-empty list"),
     ):
         with pytest.raises(ValueError, match=message):
             dpp.EmbeddedDPPClassifier(**params).fit(X, y)

@@ -17,7 +17,9 @@ from dpp.estimators.neural import plan_member
 from dpp.networks import diagnostics
 
 
-def trace_training(estimator, X, y=None, epochs: int | None = None, verbose: bool = False):
+def trace_training(
+    estimator, X, y=None, epochs: int | None = None, verbose: bool = False, weight_decay=None
+):
     """The monitored fit of ``estimator`` on ``(X, y)``, recorded after every epoch.
 
     The same held-out split (``validation_fraction``), start and PRNG keys as
@@ -30,6 +32,8 @@ def trace_training(estimator, X, y=None, epochs: int | None = None, verbose: boo
         y: their labels.
         epochs: epochs to run (default: the estimator's ``max_epochs``).
         verbose: print one line per epoch.
+        weight_decay: which of the estimator's candidate weight decays to trace
+            (``decay_candidates()``; ``None``: its only one).
 
     Returns:
         A list of ``epochs + 1`` dicts (epoch 0: the start), each
@@ -37,12 +41,13 @@ def trace_training(estimator, X, y=None, epochs: int | None = None, verbose: boo
         (wall time since the start, compilation included).
 
     Raises:
-        ValueError: an estimator not trained by Adam epochs, or too few sets to hold out
-            (early stopping skipped: there is no held-out part to record).
+        ValueError: an estimator not trained by Adam epochs, too few sets to hold out (early
+            stopping skipped: there is no held-out part to record), or several candidate
+            weight decays and none named.
     """
     if not hasattr(estimator, "training_member"):
         raise ValueError(f"{type(estimator).__name__} is not trained by Adam epochs")
-    member = estimator.training_member(X, y)
+    member = estimator.training_member(X, y, weight_decay=weight_decay)
     plan = plan_member(member)
     if not plan.monitored:
         raise ValueError(f"no held-out sets to trace: {plan.skipped}")

@@ -282,6 +282,24 @@ def _fmt(value) -> str:
     return "not finite" if value is None or not math.isfinite(value) else f"{value:.4f}"
 
 
+def held_out_score(report: FitReport) -> float:
+    """The best held-out log-likelihood per set of a fit's early stopping (``-inf``: none).
+
+    What a fit with several candidate weight decays keeps the best of
+    (:meth:`AdamTrained.decay_candidates`): every candidate is monitored on the same held-out
+    sets (one seed, one split), so their scores compare.
+    """
+    history = report.early_stopping.validation_history if report.early_stopping else ()
+    values = [v for v in history if v is not None and math.isfinite(v)]
+    return max(values) if values else -math.inf
+
+
+def best_held_out(reports: list[FitReport]) -> int:
+    """The index of the report with the best :func:`held_out_score` (the first at a tie)."""
+    scores = [held_out_score(r) for r in reports]
+    return max(range(len(scores)), key=lambda i: (scores[i], -i))
+
+
 def default_chunk(members: int) -> int:
     """Members ``vmap``-ped at a time by default: all on an accelerator, one on the CPU.
 
@@ -419,18 +437,27 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
             f"fit_together needs one training set per estimator: {len(estimators)} "
             f"estimators, {len(training)} training sets"
         )
-    members = []
-    for est, sets in zip(estimators, training, strict=True):
+    members, owners = [], []
+    for i, (est, sets) in enumerate(zip(estimators, training, strict=True)):
         if not isinstance(est, AdamTrained):
             raise ValueError(
                 f"fit_together batches Adam-trained fits: {type(est).__name__} is not one"
             )
-        members.append(est.training_member(sets))
+        for decay in est.decay_candidates():  # one member each (one for a single decay)
+            members.append(est.training_member(sets, weight_decay=decay))
+            owners.append((i, decay))
     results = train_together(members, chunk)
-    return [
-        est.finish_training(network, report)
-        for est, (network, report, _) in zip(estimators, results, strict=True)
-    ]
+    out = []
+    for i, est in enumerate(estimators):
+        mine = [(decay, r) for (owner, decay), r in zip(owners, results, strict=True) if owner == i]
+        reports = [r[1] for _, r in mine]
+        best = best_held_out(reports)
+        scores = tuple((d, held_out_score(r)) for (d, _), r in zip(mine, reports, strict=True))
+        network, report, _ = mine[best][1]
+        out.append(
+            est.finish_training(network, report, weight_decay=mine[best][0], held_out=scores)
+        )
+    return out
 
 
 class AdamTrained:
@@ -463,7 +490,7 @@ class AdamTrained:
         """
         check.check_table(self, self._parameter_constraints)
 
-    def training_member(self, X, y=None, sample_weight=None) -> Member:
+    def training_member(self, X, y=None, sample_weight=None, weight_decay=None) -> Member:
         """Checks the parameters and inputs, fits the preprocessing: the fit's :class:`Member`.
 
         What ``fit`` trains, :func:`fit_together` batches and
@@ -474,19 +501,45 @@ class AdamTrained:
             y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled
                 ``RaggedSets``.
             sample_weight: optional ``[N]`` per-set weights.
+            weight_decay: the candidate decay to train with (one of
+                :meth:`decay_candidates`); ``None``: the only one.
 
         Returns:
             The :class:`Member` (preprocessed sets, the start's maker, settings, seed).
 
         Raises:
-            ValueError: bad parameters or inputs, as ``fit``.
+            ValueError: bad parameters or inputs, as ``fit``; ``weight_decay=None`` where
+                ``weight_decay`` holds several candidates.
         """
-        return self._member(*self.prepare_sets(X, y, sample_weight))
+        sets, seed = self.prepare_sets(X, y, sample_weight)
+        return self._member(sets, seed, self._one_decay(weight_decay))
 
-    def _train_settings(self) -> training.TrainSettings:
+    def decay_candidates(self) -> tuple[float, ...]:
+        """The weight decays a fit trains with: ``(weight_decay,)``, or each of a sequence.
+
+        With several, each is trained on the same split and start, and the one whose early
+        stopping held out the best log-likelihood per set is kept (:func:`best_held_out`).
+        """
+        decay = self.weight_decay
+        if isinstance(decay, list | tuple):
+            return tuple(float(d) for d in decay)
+        return (float(decay),)
+
+    def _one_decay(self, weight_decay) -> float:
+        candidates = self.decay_candidates()
+        if weight_decay is not None:
+            return float(weight_decay)
+        if len(candidates) > 1:
+            raise ValueError(
+                f"weight_decay holds {len(candidates)} candidates {candidates}: pass "
+                "weight_decay= one of them to train a single member"
+            )
+        return candidates[0]
+
+    def _train_settings(self, weight_decay: float) -> training.TrainSettings:
         return training.TrainSettings(
             learning_rate=float(self.learning_rate),
-            weight_decay=float(self.weight_decay),
+            weight_decay=float(weight_decay),
             batch_size=int(self.batch_size),
             max_epochs=int(self.max_epochs),
             patience=int(self.patience),
@@ -560,16 +613,19 @@ class NeuralSetClassifier(AdamTrained, SetClassifierMixin, ClassifierMixin, Base
         seed = resolve_seed(self.random_state)
         return self._preprocessed(sets), seed
 
-    def _member(self, sets: RaggedSets, seed: int) -> Member:
+    def _member(self, sets: RaggedSets, seed: int, weight_decay: float) -> Member:
         """The fit's :class:`Member` (what :func:`fit_together` batches)."""
-        settings = self._train_settings()
+        settings = self._train_settings(weight_decay)
         return Member(
             self._make, sets, settings, float(self.validation_fraction), seed, self.method,
             bool(self.verbose),
         )  # fmt: skip
 
-    def finish_training(self, network: eqx.Module, report: FitReport):
+    def finish_training(self, network: eqx.Module, report: FitReport, **chosen):
         """Sets the fitted attributes from a trained network; returns ``self``.
+
+        ``chosen``: what :func:`fit_together` chose among candidate weight decays (unused here:
+        the networks take one).
 
         Raises:
             ValueError: the network's parameters are not finite.

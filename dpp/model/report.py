@@ -147,6 +147,11 @@ class PrototypeFacts:
             line-search failures, gradient norm, ``beta``, ... (``None`` where not measured).
         pooling_p: the generalised mean's learned exponent (``pooling="gem"``).
         embedding: the widths of a learned embedding (DPP on an embedding), else ``None``.
+        weight_decay: the weight decay on the embedding that the fit kept (DPP on an
+            embedding), else ``None``.
+        weight_decay_held_out: ``((decay, held-out log-likelihood per set), ...)`` of every
+            candidate decay, where several were fitted and the best held out kept (``None``
+            where not measured).
     """
 
     beta: float | tuple[float, ...] | None = None
@@ -157,6 +162,8 @@ class PrototypeFacts:
     steps: Mapping[str, tuple] = dataclasses.field(default_factory=dict)
     pooling_p: float | None = None
     embedding: tuple[int, ...] | None = None
+    weight_decay: float | None = None
+    weight_decay_held_out: tuple[tuple[float, float], ...] | None = None
 
     def to_dict(self) -> dict:
         """The JSON form: the keys of the dict report's top level."""
@@ -170,6 +177,10 @@ class PrototypeFacts:
             "steps": {k: list(v) for k, v in self.steps.items()} or None,
             "pooling_p": self.pooling_p,
             "embedding": None if self.embedding is None else list(self.embedding),
+            "weight_decay": self.weight_decay,
+            "weight_decay_held_out": None
+            if self.weight_decay_held_out is None
+            else [list(pair) for pair in self.weight_decay_held_out],
         }
         return _drop_none(d)
 
@@ -180,7 +191,14 @@ class PrototypeFacts:
         Raises:
             ValueError: ``steps`` that is not an object.
         """
-        keys = ("beta_init", "saturated_fraction", "steps", "pooling_p", "embedding")
+        keys = (
+            "beta_init",
+            "saturated_fraction",
+            "steps",
+            "pooling_p",
+            "embedding",
+            "weight_decay",
+        )
         if not nested and not any(k in d for k in keys):
             return None
         steps = d.get("steps") or {}
@@ -198,6 +216,13 @@ class PrototypeFacts:
             steps={k: tuple(v) for k, v in steps.items()},
             pooling_p=d.get("pooling_p"),
             embedding=None if embedding is None else tuple(int(w) for w in embedding),
+            weight_decay=None if d.get("weight_decay") is None else float(d["weight_decay"]),
+            weight_decay_held_out=None
+            if d.get("weight_decay_held_out") is None
+            else tuple(
+                (float(a), -math.inf if b is None else float(b))  # JSON's null: none held out
+                for a, b in d["weight_decay_held_out"]
+            ),
         )
 
 
