@@ -119,6 +119,10 @@ def test_overrides_reach_the_estimators():
     # a baseline of the model's own method is not fitted twice
     methods = list(trial_settings(_compose(["model=standard"])).methods)
     assert methods == ["standard", "pooling", "bag_of_words"]
+    # the embedded DPP's weight decay: one number, or the candidates to keep the best of
+    for override, candidates in (("0.01", (0.01,)), ("[0.01,0.1]", (0.01, 0.1))):
+        cfg = _compose(["model=embedded_dpp", f"model.weight_decay={override}"])
+        assert trial_settings(cfg).methods["embedded_dpp"].decay_candidates() == candidates
 
 
 @pytest.mark.parametrize("baseline", _group_options("baseline"))
