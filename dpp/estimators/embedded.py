@@ -13,6 +13,7 @@ per-vector evidence, ``prototypes_`` lie in the embedding space.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import ClassVar
 
 import jax
@@ -92,7 +93,8 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             several candidates (default the networks' 5e-3 and 0.2), each trained on the same
             split and start, the one whose early stopping held out the best log-likelihood per
             set kept (``fit_report_.prototypes.weight_decay``; every candidate's score in
-            ``weight_decay_held_out``). Twice the fits for two.
+            ``weight_decay_held_out``). Twice the fits for two; where early stopping is
+            skipped (nothing held out), the first alone.
         batch_size: sets per mini-batch (1: one set a step).
         max_epochs: epochs at most.
         patience: early stopping: epochs without a better held-out log-likelihood.
@@ -250,10 +252,13 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         )  # fmt: skip
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> readout.EmbeddedFit:
-        decays = self.decay_candidates()
-        fits = [train_with_early_stopping(*self._member(sets, seed, d)) for d in decays]
-        best = best_held_out([report for _, report, _ in fits])  # a loop over 1-2 candidates
-        scores = tuple((d, held_out_score(f[1])) for d, f in zip(decays, fits, strict=True))
+        decays, fits = self.decay_candidates(), []
+        for decay in decays:  # a loop over 1-2 candidates
+            fits.append(train_with_early_stopping(*self._member(sets, seed, decay)))
+            if not math.isfinite(held_out_score(fits[0][1])):
+                break  # nothing held out tells candidates apart: the first is kept, unscored
+        best = best_held_out([report for _, report, _ in fits])
+        scores = tuple((d, held_out_score(f[1])) for d, f in zip(decays, fits, strict=False))
         network, report, _ = fits[best]
         return self._embedded_fit(network, report, decays[best], scores)
 

@@ -161,7 +161,20 @@ def _dpp_cv(pooling=None, **options):
 NETWORK_GRID = {"learning_rate": [5e-4, 2e-3], "weight_decay": [5e-4, 5e-3]}
 
 
-class SelectedNetwork:
+class _KeptEstimator:
+    """Predicts and gives instance evidence through ``best_estimator_``, set by ``fit``."""
+
+    def predict_log_proba(self, sets) -> np.ndarray:
+        """``[N, C]`` log class probabilities of the kept estimator."""
+        return self.best_estimator_.predict_log_proba(sets)
+
+    def __getattr__(self, name):  # instance_scores, attention_weights, intercept_, ...
+        if name.startswith("__") or "best_estimator_" not in self.__dict__:
+            raise AttributeError(name)
+        return getattr(self.__dict__["best_estimator_"], name)
+
+
+class SelectedNetwork(_KeptEstimator):
     """A neural set classifier whose ``learning_rate`` and ``weight_decay`` are chosen by CV.
 
     scikit-learn's ``GridSearchCV`` over :data:`NETWORK_GRID` with 3 stratified inner folds
@@ -187,15 +200,6 @@ class SelectedNetwork:
         self.best_estimator_ = self.search_.best_estimator_
         self.fit_report_ = self.best_estimator_.fit_report_
         return self
-
-    def predict_log_proba(self, sets) -> np.ndarray:
-        """``[N, C]`` log class probabilities of the refitted network."""
-        return self.best_estimator_.predict_log_proba(sets)
-
-    def __getattr__(self, name):  # instance_scores, attention_weights, intercept_, ...
-        if name.startswith("__") or "best_estimator_" not in self.__dict__:
-            raise AttributeError(name)
-        return getattr(self.__dict__["best_estimator_"], name)
 
 
 def _ensemble(poolings=POOLINGS, seeds: int = 1):
@@ -228,7 +232,7 @@ def _embedded(pooling: str | None = None, **params):
     return make
 
 
-class HeldOutChoice:
+class HeldOutChoice(_KeptEstimator):
     """Candidates fitted in turn; the one whose early stopping held out the best log-likelihood.
 
     Every candidate is an Adam-trained estimator with the same ``random_state`` and
@@ -254,15 +258,6 @@ class HeldOutChoice:
         self.best_estimator_ = fitted[self.chosen_]
         self.fit_report_ = self.best_estimator_.fit_report_
         return self
-
-    def predict_log_proba(self, sets) -> np.ndarray:
-        """``[N, C]`` log class probabilities of the kept estimator."""
-        return self.best_estimator_.predict_log_proba(sets)
-
-    def __getattr__(self, name):  # instance_scores, instance_proba, intercept_, ...
-        if name.startswith("__") or "best_estimator_" not in self.__dict__:
-            raise AttributeError(name)
-        return getattr(self.__dict__["best_estimator_"], name)
 
 
 def _embedded_decays(decays=(_NETWORK_DECAY, 2e-1)):
