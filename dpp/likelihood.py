@@ -23,8 +23,8 @@ from jaxtyping import Array, Float
 
 from dpp.classifier import log_predictive
 from dpp.encoding import encode_soft, packed_log_likelihood
-from dpp.hyper import is_concrete, settings_pytree
 from dpp.pooling import MEAN, Pooling
+from dpp.pytrees import dataclass_pytree, is_concrete
 from dpp.sets import RaggedSets, real_sets
 from dpp.sharding import ShardedSets, sharded_log_likelihood
 
@@ -48,7 +48,7 @@ class Params(NamedTuple):
     pooling: Pooling = MEAN
 
 
-@settings_pytree("kind")
+@dataclass_pytree("kind")
 @dataclasses.dataclass(frozen=True)
 class BetaPrior:
     """Optional log-prior on the inverse temperature (section 3.2, "a similar prior for beta").

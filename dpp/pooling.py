@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpp.pytrees import dataclass_pytree
+
 #: Largest exponent of the generalised mean.
 GEM_P_MAX = 64.0
 #: The generalised mean's starting exponent (Radenović et al. 2018).
@@ -49,6 +51,7 @@ LOG_CODE_MIN = -1.0e4
 # holds everything its pooling is: its value, its backward pass, each vector's share and its
 # simplicity; the module's functions (:func:`segment_pool`, :func:`pooled_cotangent`,
 # :func:`segment_shares`) call these methods, and :data:`REGISTRY` names them.
+@dataclass_pytree("kind")
 @dataclasses.dataclass(frozen=True)
 class MeanPooling:
     """Eq. (2): the mean of a set's codes (the paper's pooling; no parameter)."""
@@ -92,6 +95,7 @@ class MeanPooling:
         return jnp.where(valid, f / _gather(jnp.maximum(counts, 1.0)[:, None], ids, 1.0), 0.0)
 
 
+@dataclass_pytree("kind")
 @dataclasses.dataclass(frozen=True)
 class MaxPooling:
     """The largest code of each prototype over a set (no parameter)."""
@@ -155,6 +159,7 @@ class MaxPooling:
         return jnp.where(ties, _gather(per_tie, ids), 0.0)
 
 
+@dataclass_pytree("kind")
 @dataclasses.dataclass(frozen=True)
 class GeMPooling:
     """The generalised mean of a set's codes with a learned exponent ``p`` (see the module).
@@ -244,20 +249,7 @@ class GeMPooling:
         return jnp.where(valid, _gather(z, ids) * w, 0.0)
 
 
-def _register(cls, data: list[str]) -> None:
-    def flatten(obj):
-        return tuple(getattr(obj, n) for n in data), obj.kind
-
-    def unflatten(kind, children):
-        obj = object.__new__(cls)
-        for name, value in zip(data, children, strict=True):
-            object.__setattr__(obj, name, value)
-        object.__setattr__(obj, "kind", kind)
-        return obj
-
-    jax.tree_util.register_pytree_node(cls, flatten, unflatten)
-
-
+@dataclass_pytree("kind")
 @dataclasses.dataclass(frozen=True)
 class PoolingChoice:
     """Any of :data:`POOLINGS`, its kind as data: fits of every pooling run one program.
@@ -284,11 +276,6 @@ class PoolingChoice:
         """The static pooling this choice holds (outside ``jit``: ``index`` must be concrete)."""
         return self.branch(int(self.index))
 
-
-_register(MeanPooling, [])
-_register(MaxPooling, [])
-_register(GeMPooling, ["rho"])
-_register(PoolingChoice, ["index", "rho"])
 
 Pooling = MeanPooling | MaxPooling | GeMPooling
 #: Every pooling class by name: the one place a pooling's name is read.

@@ -36,7 +36,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
@@ -55,11 +54,13 @@ from dpp.padding import (  # noqa: F401  (re-exported: the padding rules' old ho
     sets_bucket,
     to_device,
 )
+from dpp.pytrees import dataclass_pytree
 
 #: Absolute tolerance on the row sums of the labels (float32 rounding of proportions).
 LABEL_SUM_ATOL = 1e-4
 
 
+@dataclass_pytree("num_sets")
 @dataclasses.dataclass(frozen=True)
 class RaggedSets:
     """A batch of ``N`` sets of feature vectors with soft labels (flat layout).
@@ -527,13 +528,6 @@ class RaggedSets:
             labels=None if self.labels is None else self.labels.astype(dtype),
             weights=self.weights.astype(dtype),
         )
-
-
-jax.tree_util.register_dataclass(
-    RaggedSets,
-    data_fields=["vectors", "set_ids", "labels", "weights", "members", "packing"],
-    meta_fields=["num_sets"],
-)
 
 
 def one_hot(classes: np.ndarray, num_classes: int) -> np.ndarray:

@@ -29,6 +29,7 @@ from jax.sharding import PartitionSpec as P
 from dpp.encoding import encode_soft, packed_log_likelihood
 from dpp.padding import BUCKET_ALIGN, block_length, pack, sets_bucket
 from dpp.pooling import MEAN
+from dpp.pytrees import dataclass_pytree
 from dpp.sets import RaggedSets
 
 logger = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ def device_mesh(devices: int | str = "all") -> Mesh:
     return Mesh(np.asarray(available[:count]), (AXIS,))
 
 
+@dataclass_pytree("mesh")
 @dataclasses.dataclass(frozen=True)
 class ShardedSets:
     """``N`` sets split across the devices of ``mesh`` (a pytree; ``mesh`` is static).
@@ -96,9 +98,6 @@ class ShardedSets:
     def weights(self) -> jax.Array:
         """``[P * N_p]`` set weights, device-major (padding rows 0)."""
         return self.local.weights.reshape(-1)
-
-
-jax.tree_util.register_dataclass(ShardedSets, data_fields=["local"], meta_fields=["mesh"])
 
 
 def split_points(sizes: np.ndarray, parts: int) -> np.ndarray:

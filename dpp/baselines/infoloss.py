@@ -37,10 +37,10 @@ from jaxtyping import Array, Float
 
 from dpp.baselines.standard import fit_standard
 from dpp.encoding import soft_assignment, squared_distances
-from dpp.hyper import is_concrete, settings_pytree
 from dpp.init import init_log_beta
 from dpp.model import FittedModel
 from dpp.model.report import FitReport, InfoLossFacts, as_tuples
+from dpp.pytrees import dataclass_pytree, is_concrete
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import LBFGSSettings, minimize
 
@@ -48,7 +48,7 @@ from dpp.solvers.lbfgs import LBFGSSettings, minimize
 PI_EPS = 1e-8
 
 
-@settings_pytree("max_rounds")
+@dataclass_pytree("max_rounds")
 @dataclasses.dataclass(frozen=True)
 class InfoLossSettings:
     """Settings of InfoLoss learning (a pytree: ``max_rounds`` static, the numbers traced).

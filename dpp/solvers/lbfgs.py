@@ -24,12 +24,13 @@ import optax
 import optax.tree_utils as otu
 
 from dpp import params as check
-from dpp.hyper import check_concrete, settings_pytree
+from dpp.hyper import check_concrete
+from dpp.pytrees import dataclass_pytree
 
 BACKENDS = ("lbfgs_optax", "lbfgs_jaxopt", "bfgs_jaxopt")
 
 
-@settings_pytree("backend", "max_iter", "memory_size", "max_linesearch_steps")
+@dataclass_pytree("backend", "max_iter", "memory_size", "max_linesearch_steps")
 @dataclasses.dataclass(frozen=True)
 class LBFGSSettings:
     """Settings of a full-batch minimiser (a pytree: ``tol`` is traced, the rest static).

@@ -21,12 +21,13 @@ import numpy as np
 import optax
 
 from dpp import params as check
-from dpp.hyper import check_concrete, settings_pytree
+from dpp.hyper import check_concrete
+from dpp.pytrees import dataclass_pytree
 from dpp.sets import RaggedSets
 from dpp.solvers.lbfgs import MinimizeResult
 
 
-@settings_pytree("batch_size", "epochs", "capacity")
+@dataclass_pytree("batch_size", "epochs", "capacity")
 @dataclasses.dataclass(frozen=True)
 class AdamSettings:
     """Settings of mini-batch Adam (a pytree: ``learning_rate`` is traced, the rest static).

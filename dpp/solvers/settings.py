@@ -12,18 +12,19 @@ import jax
 from jaxtyping import Array, Float
 
 from dpp import params as check
-from dpp.hyper import check_concrete, settings_pytree
+from dpp.hyper import check_concrete
 from dpp.likelihood import (
     NO_PRIOR,
     BetaPrior,
     Params,
 )
+from dpp.pytrees import dataclass_pytree
 from dpp.solvers import options
 from dpp.solvers.lbfgs import LBFGSSettings
 from dpp.solvers.minibatch import AdamSettings
 
 
-@settings_pytree("max_rounds", "patience", "verbose")
+@dataclass_pytree("max_rounds", "patience", "verbose")
 @dataclasses.dataclass(frozen=True)
 class FitSettings:
     """Settings of DPP learning; the defaults are those of :class:`dpp.DPPClassifier`.
