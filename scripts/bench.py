@@ -73,13 +73,22 @@ codes); then one epoch of mini-batch Adam (the
 (mu, beta)-step of ``optimizer=adam``, 64 sets a batch) on the largest problem.
 
     python scripts/bench.py --scale [--sizes 1e5 1e6 1e7 --repeats 3]
+
+``--probe NAME [ARGS]``: one of the one-off probes kept in ``scripts/probes/`` (each with its
+own arguments, ``--probe NAME --help``): ``candidates`` (which candidates ``DPPClassifierCV()``
+considers, on the suite), ``defaults`` (which default keeps a plain ``DPPClassifier()`` out of
+saturation), ``saturation`` (stopping rules and a prior on beta on the witness tasks) and
+``batched_dpp`` (coordinate ascent under ``vmap``, and the batched kernel, ``--kernel``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import resource
+import sys
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -634,7 +643,7 @@ def together(args) -> None:
 
     from dpp import EmbeddedDPPClassifier
     from dpp.datasets.generated import make_generated
-    from dpp.estimators.neural import fit_together
+    from dpp.estimators.adam import fit_together
     from dpp.experiment.compilation import CompileCounter
     from dpp.selection import cv_splits
 
@@ -899,7 +908,29 @@ def scale(args) -> None:
     )
 
 
+#: The one-off probes of ``--probe`` (``scripts/probes/<name>.py``, each with its ``main``).
+PROBES = ("batched_dpp", "candidates", "defaults", "saturation")
+
+
+def probe(name: str, argv: list[str]) -> None:
+    """Runs ``scripts/probes/<name>.py``'s ``main`` with ``argv`` as its own arguments."""
+    if name not in PROBES:
+        raise SystemExit(f"bench.py --probe: unknown probe {name!r}; choose from {list(PROBES)}")
+    path = Path(__file__).resolve().parent / "probes" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"dpp_probe_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses in a probe look their module up
+    spec.loader.exec_module(module)
+    sys.argv = [f"bench.py --probe {name}", *argv]
+    module.main()
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--probe":
+        if len(sys.argv) < 3:
+            raise SystemExit(f"bench.py --probe NAME [ARGS]: NAME one of {list(PROBES)}")
+        probe(sys.argv[2], sys.argv[3:])
+        return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )

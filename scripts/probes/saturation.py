@@ -1,6 +1,6 @@
 """Probe of DPP's saturation on the suite's witness tasks: what stopping or a prior on beta does.
 
-    python scripts/saturation_probe.py        # about 1.5 min on 2 cores
+    python scripts/bench.py --probe saturation        # about 1.5 min on 2 cores
 
 For each witness task of dpp/experiment/suite.py, 5 stratified folds: DPP at two fixed l2 values,
 with

@@ -1,7 +1,7 @@
 """Which candidates should ``DPPClassifierCV()`` consider by default? Measured on the suite.
 
-    python scripts/candidates_probe.py                          # mean+max+gem, every task
-    python scripts/candidates_probe.py --embedded --tasks digits_patches witness_d10_r10
+    python scripts/bench.py --probe candidates                          # mean+max+gem, every task
+    python scripts/bench.py --probe candidates --embedded --tasks digits_patches witness_d10_r10
 
 The suite's tasks and outer folds (dpp/experiment/suite.py, seed 0): ``DPPClassifierCV`` over
 ``DPPClassifier(n_prototypes=K)`` with the suite's ``l2`` grid and 3 inner folds, and these

@@ -1,7 +1,7 @@
 """Which default keeps a plain ``DPPClassifier()`` out of saturation on data nobody tuned for?
 
-    python scripts/defaults_probe.py            # about 6 min on 2 cores
-    python scripts/defaults_probe.py --quick    # two tasks, three folds
+    python scripts/bench.py --probe defaults            # about 6 min on 2 cores
+    python scripts/bench.py --probe defaults --quick    # two tasks, three folds
 
 Every task of the suite (dpp/experiment/suite.py) and the generated multiple-instance problem of
 issue 36
