@@ -2,7 +2,9 @@
 
 :func:`cv_splits` reads ``cv`` as scikit-learn's ``GridSearchCV`` does (:func:`cv_folds` for a
 number of folds, grouped or stratified), and :func:`choose_on_path` picks the best strength of a
-path, extending it while the best lies at an edge. :class:`dpp.estimators.DPPClassifierCV` (the
+path, extending it while the best lies at an edge; :func:`choose` (with :data:`RULES`,
+:func:`round_optimism` and :func:`fewest_rounds`) picks among scored candidates, a pure function
+of their scores. :class:`dpp.estimators.DPPClassifierCV` (the
 one selection of ``l2``, used by the command line's ``l2_selection.kind=cv`` and ``dpp_cv``
 alike) and the pooled baselines' choice of ``C`` are built on them.
 """
@@ -14,12 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
-from sklearn.model_selection import (
-    KFold,
-    StratifiedGroupKFold,
-    StratifiedKFold,
-    train_test_split,
-)
+from sklearn.model_selection import KFold, StratifiedGroupKFold, StratifiedKFold, train_test_split
 
 
 def cv_folds(
@@ -219,15 +216,101 @@ def choose_on_path(
         else:
             values.append(step)
             scores.append(score)
-    if len(values) == 1:
-        position = "only value"
-    elif best == 0:
-        position = "strongest edge"
-    elif best == len(values) - 1:
-        position = "weakest edge"
-    else:
-        position = "interior"
+    position = position_among(values, values[best])
     return PathChoice(values, np.asarray(scores), best, position, added)
+
+
+#: How :class:`DPPClassifierCV` picks among its scored candidates.
+RULES = ("ensemble", "best", "one_se", "corrected")
+
+
+def round_optimism(per_round: np.ndarray) -> float:
+    """How much choosing the best round on the same folds flatters a candidate's score.
+
+    Tibshirani & Tibshirani (2009, *Ann. Appl. Stat.* 3(2), 822-829): the mean over folds of
+    each fold's own best round's score minus its score at the round chosen on the mean, where
+    the fold stopped early (NaN) not counted. 0 for a candidate whose every fold peaks at the
+    chosen round; larger for one whose path over rounds is noisier.
+
+    Args:
+        per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
+            where a fold stopped earlier).
+    """
+    per_round = np.asarray(per_round, np.float64)
+    chosen = int(np.nanargmax(np.mean(per_round, axis=0)))
+    return float(np.mean(np.nanmax(per_round, axis=1) - per_round[:, chosen]))
+
+
+def choose(scores: dict, rule: str = "best", per_round: dict | None = None):
+    """The chosen ``(group, l2)`` key of ``scores`` (``key -> [folds]`` validation scores).
+
+    A pure function of the scores: each key's group (``K``, pooling, embedding; a
+    :class:`dpp.estimators.candidates.Group`) gives ``simplicity()``, larger for simpler models.
+
+    * ``best``: the highest mean score; ties go to the stronger ``l2``, then the simpler model
+      (the group's ``simplicity()``);
+    * ``one_se``: the one-standard-error rule (Hastie, Tibshirani & Friedman, *Elements of
+      Statistical Learning*, 7.10): among the candidates whose mean score is within one
+      standard error of the best's (its folds' s.d. over the square root of their number), the
+      simplest: the simplest model first (fewest prototypes, no embedding, the paper's mean
+      pooling before max before gem), then the strongest ``l2``, then the higher score. (The
+      rounds of the chosen candidate follow the same rule: :func:`fewest_rounds`.)
+    * ``corrected``: the highest mean score less the optimism of its choice of rounds
+      (:func:`round_optimism`, from ``per_round``: ``key -> [folds, R]``), so that every
+      candidate's score carries no optimism from its rounds; a key without ``per_round`` has
+      none. Ties as ``best``.
+
+    Raises:
+        ValueError: an unknown rule.
+    """
+    if rule not in RULES:
+        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
+    rule = "best" if rule == "ensemble" else rule  # each member's choice is its best
+    mean = {key: float(np.mean(v)) for key, v in scores.items()}
+    if rule == "corrected":
+        mean = {c: m - round_optimism((per_round or {})[c]) if c in (per_round or {}) else m
+                for c, m in mean.items()}  # fmt: skip
+    best = max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))
+    if rule in ("best", "corrected"):
+        return best
+    folds = np.asarray(scores[best], float)
+    se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
+    within = [c for c in mean if mean[c] >= mean[best] - se]
+    return max(within, key=lambda c: (c[0].simplicity(), c[1], mean[c]))
+
+
+def fewest_rounds(per_round: np.ndarray) -> int:
+    """The fewest rounds whose mean score is within one standard error of the best round's.
+
+    As the candidate's own best round, a round where some fold had stopped (NaN) is not
+    eligible.
+
+    Args:
+        per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
+            where a fold stopped earlier).
+    """
+    means = np.mean(per_round, axis=0)
+    best = int(np.nanargmax(means))
+    folds = per_round[:, best]
+    se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
+    with np.errstate(invalid="ignore"):
+        return int(np.flatnonzero(means >= means[best] - se)[0])
+
+
+def member_scores(scores: dict, member) -> dict:
+    """The scores of the candidates of one ensemble member (``None``: every candidate)."""
+    return {k: v for k, v in scores.items() if member is None or k[0].member() == member}
+
+
+def position_among(values: list[float], chosen: float) -> str:
+    """Where ``chosen`` lies among ``values`` (``l2``: larger is stronger)."""
+    if len(set(values)) == 1:
+        return "only value"
+    if chosen == max(values):
+        return "strongest edge"
+    if chosen == min(values):
+        return "weakest edge"
+    return "interior"
 
 
 def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

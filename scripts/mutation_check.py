@@ -57,7 +57,7 @@ MUTATIONS = (
     Mutation(
         "cv_pooling_as_mean",
         "DPPClassifierCV scores every pooling candidate with mean pooling",
-        "estimators/cv.py",
+        "estimators/search.py",
         "est = candidate(self.base, group, warm_start=not self.by_round)",
         "est = candidate(self.base, group, warm_start=not self.by_round)\n"
         "            if group.pooling is not None:\n"
@@ -67,7 +67,7 @@ MUTATIONS = (
     Mutation(
         "cv_k_cache",
         "the per-K codes cache of DPPClassifierCV gives every K the first K's codes",
-        "estimators/cv.py",
+        "estimators/search.py",
         "codes, fitted = self.codes[k], self.thetas.setdefault(k, {})",
         "codes, fitted = next(iter(self.codes.values())), self.thetas.setdefault(k, {})",
         (
@@ -129,7 +129,7 @@ MUTATIONS = (
     Mutation(
         "instance_scores_off_by_one",
         "instance_scores gives each set's rows shifted by one vector",
-        "estimators/base.py",
+        "estimators/inputs.py",
         "return np.split(np.asarray(rows), np.cumsum(sets.set_sizes())[:-1])",
         "return np.split(np.roll(np.asarray(rows), 1, axis=0), np.cumsum(sets.set_sizes())[:-1])",
         ("tests/test_instance_scores.py", "-k", "sum_back"),

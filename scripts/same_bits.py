@@ -4,7 +4,9 @@
 
 Fits, at ``--base`` (a git worktree in a temporary folder) and here, the embedded DPP (in dpp 0.1
 spelt ``DPPClassifier(embedding=...)``, whose model files 0.2 loads), Deep Sets with mean and max
-pooling, and the shared-pool encodings (values and gradients of mean, max and gem pooling);
+pooling, the shared-pool encodings (values and gradients of mean, max and gem pooling) and
+``DPPClassifierCV`` under each rule over DPP and the standard prototype, and with an embedding
+candidate (predictions, the chosen score, rounds and row, every candidate's mean score);
 compares every array, and loads the base's model files here. Prints one line per check and
 exits 1 if any differs.
 """
@@ -63,6 +65,21 @@ for kind in ("mean", "max", "gem"):
     arrays[f"encode_{kind}"] = np.asarray(encode_soft(shared, mu, jnp.float32(-0.3), p))
     grad = jax.grad(lambda m: jnp.sum(encode_soft(shared, m, jnp.float32(-0.3), p) ** 2))(mu)
     arrays[f"encode_{kind}_grad"] = np.asarray(grad)
+for name, tuned in (("dpp", dpp.DPPClassifier(n_prototypes=3, max_rounds=4)),
+                    ("standard", dpp.StandardPrototypeClassifier(n_prototypes=3))):
+    for rule in ("ensemble", "best", "one_se", "corrected"):
+        cv = dpp.DPPClassifierCV(tuned, l2s=(1e-2, 1e-1, 1.0), cv=3, rule=rule).fit(X, y)
+        rounds = -1 if cv.best_rounds_ is None else cv.best_rounds_
+        arrays[f"cv_{name}_{rule}"] = cv.predict_proba(X)
+        arrays[f"cv_{name}_{rule}_chosen"] = np.array(
+            [cv.best_score_, cv.prior_score_, rounds, cv.best_index_])
+        arrays[f"cv_{name}_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])
+tuned = dpp.DPPClassifier(n_prototypes=3, max_rounds=3)  # with an embedding candidate
+for rule in ("ensemble", "best"):
+    cv = dpp.DPPClassifierCV(tuned, l2s=(1e-1,), pooling=["mean"], embedding=[None, (8,)], cv=2,
+                             rule=rule, max_extensions=0).fit(X, y)
+    arrays[f"cv_embedding_{rule}"] = cv.predict_proba(X)
+    arrays[f"cv_embedding_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])
 np.savez(out / "arrays.npz", **arrays)
 """
 

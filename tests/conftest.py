@@ -37,9 +37,9 @@ def rng():
 @pytest.fixture(params=[3, 2048], ids=["blocks-of-3", "one-block"])
 def block_size(request, monkeypatch):
     """Runs the test with several encoder block sizes (3 forces padding and many blocks)."""
-    import dpp.encoding
+    import dpp.encoding.codes
 
-    monkeypatch.setattr(dpp.encoding, "BLOCK_SIZE", request.param)
+    monkeypatch.setattr(dpp.encoding.codes, "BLOCK_SIZE", request.param)
     return request.param
 
 

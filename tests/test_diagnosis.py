@@ -8,8 +8,8 @@ import pytest
 
 import dpp
 from dpp.datasets.suite import make_witness
+from dpp.estimators.adam import plan_member
 from dpp.estimators.diagnosis import trace_training
-from dpp.estimators.neural import plan_member
 from dpp.networks import diagnostics, readout, training
 
 SMALL = {"embedding": (16, 8), "max_epochs": 12, "patience": 3, "batch_size": 4}
@@ -199,8 +199,8 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     the same split and start, the one with the higher held-out log-likelihood per set is kept
     and predicts exactly as that decay fitted alone (and as the suite's ``HeldOutChoice`` of
     the two, which the benchmark measured); the report and the model file say which."""
+    from dpp.estimators.adam import fit_together
     from dpp.estimators.embedded import EMBEDDED_DECAYS
-    from dpp.estimators.neural import fit_together
     from dpp.experiment.suite import HeldOutChoice
 
     X, y = problem

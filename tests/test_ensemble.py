@@ -10,8 +10,9 @@ from sklearn.base import clone
 
 import dpp
 from dpp.errors import ModelFileError
-from dpp.estimators.cv import Group, choose, round_optimism
+from dpp.estimators.candidates import Group
 from dpp.estimators.ensemble import SetEnsembleClassifier, seed_members
+from dpp.selection import choose, round_optimism
 
 _RNG = np.random.default_rng(11)
 X = [_RNG.normal(size=(_RNG.integers(2, 8), 4)) + (i % 3) for i in range(36)]

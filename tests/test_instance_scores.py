@@ -379,7 +379,8 @@ def test_paired_differences_pair_units_and_test_them_by_family():
 
 
 def test_the_one_standard_error_rule_takes_the_simplest_candidate_within_reach():
-    from dpp.estimators.cv import Group, choose, fewest_rounds
+    from dpp.estimators.candidates import Group
+    from dpp.selection import choose, fewest_rounds
 
     mean, maximum, gem = (Group(8, p) for p in ("mean", "max", "gem"))
     scores = {

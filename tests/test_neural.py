@@ -187,7 +187,7 @@ def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     """Issue 45: ``DPPClassifierCV`` over a ``DPPClassifier`` fits its embedding candidates as
     :class:`dpp.EmbeddedDPPClassifier` with the base's shared parameters (not its patience,
     which counts rounds), and tunes an ``EmbeddedDPPClassifier`` itself."""
-    from dpp.estimators.cv import Group, candidate
+    from dpp.estimators.candidates import Group, candidate
 
     base = dpp.DPPClassifier(n_prototypes=3, l2=0.5, patience=2, random_state=4)
     est = candidate(base, Group(5, "max", (8,)), l2=0.25)
@@ -265,7 +265,7 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
     candidates by these batched fits."""
     from sklearn.base import clone
 
-    from dpp.estimators.neural import fit_together
+    from dpp.estimators.adam import fit_together
 
     X, y, X_test, _ = problem
     sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))

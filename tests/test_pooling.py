@@ -222,7 +222,7 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
 @pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
     """Issue 33: mean and max pooling are candidates of the same inner CV by default."""
-    from dpp.estimators.cv import Group
+    from dpp.estimators.candidates import Group
 
     rng = np.random.default_rng(9)
     X, y = [], []
@@ -425,8 +425,8 @@ def test_every_pooling_and_k_candidates_fold_score_is_its_fit_alone():
     that candidate fitted alone on the fold's training part (the same K-means start, its own
     static program) and scored on its held-out part at the chosen round. If every candidate
     were scored as mean pooling, or every K given the first K's start, this would fail."""
-    from dpp.estimators.base import labelled_sets
-    from dpp.estimators.cv import _scores_by_round
+    from dpp.estimators.inputs import labelled_sets
+    from dpp.estimators.search import scores_by_round
 
     X, y = _sets(np.random.default_rng(21), 45, dim=3, shift=1.5)
     sets, _ = labelled_sets(X, y)
@@ -444,7 +444,7 @@ def test_every_pooling_and_k_candidates_fold_score_is_its_fit_alone():
             part, held = sets.subset(fit_idx), sets.subset(val_idx)
             alone = clone(base).set_params(**{**params, "l2": 0.1 * len(fit_idx) / 45})
             alone.fit(part, validation_sets=held)
-            expected = _scores_by_round(alone)[results["rounds"][c]]
+            expected = scores_by_round(alone)[results["rounds"][c]]
             assert results[f"split{f}_test_score"][c] == expected, (params, f)
             scores[params["pooling"], params["n_prototypes"], f] = expected
     # the candidates differ, so a mix-up could not pass by a tie
@@ -456,7 +456,7 @@ def test_every_pooling_and_k_candidates_fold_score_is_its_fit_alone():
 def test_every_k_candidate_of_the_standard_prototype_scores_its_own_codes():
     """The standard prototype's folds are encoded once per K (a cache): each K candidate's fold
     score equals that K's fit alone on the fold, within the Theta-step's tolerance."""
-    from dpp.estimators.base import labelled_sets
+    from dpp.estimators.inputs import labelled_sets
 
     X, y = _sets(np.random.default_rng(22), 45, dim=3, shift=1.5)
     sets, _ = labelled_sets(X, y)

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import log_softmax, softmax
 
 import dpp
-from dpp.estimators.base import labelled_sets
+from dpp.estimators.inputs import labelled_sets
 from dpp.networks import layers, training
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")

@@ -115,7 +115,7 @@ def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     # score of the fold's fit alone, to the bit
     from sklearn.base import clone
 
-    from dpp.estimators.cv import _scores_by_round
+    from dpp.estimators.search import scores_by_round
     from dpp.selection import cv_splits
 
     fit_idx, val_idx = cv_splits(3, np.asarray(train.labels), 0, None)[0]
@@ -125,7 +125,7 @@ def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
         warnings.simplefilter("ignore", FitWarning)
         alone.set_params(validation_fraction=0.0).fit(part, validation_sets=held)
     best = search.best_rounds_
-    assert search.cv_results_["split0_test_score"][0] == _scores_by_round(alone)[best]
+    assert search.cv_results_["split0_test_score"][0] == scores_by_round(alone)[best]
 
 
 @pytest.mark.extended

@@ -33,14 +33,7 @@ regressions), :mod:`~dpp.estimators.cv` (``DPPClassifierCV``), :mod:`~dpp.estima
 import importlib as _importlib
 import importlib.util as _util
 
-from dpp.estimators.base import (
-    EXPERIMENT_PARAMS,
-    SCORINGS,
-    PrototypeClassifier,
-    as_sets,
-    labelled_sets,
-    prediction_sets,
-)
+from dpp.estimators.base import EXPERIMENT_PARAMS, SCORINGS, PrototypeClassifier
 from dpp.estimators.baselines import (
     ClassPriorClassifier,
     InfoLossClassifier,
@@ -50,6 +43,7 @@ from dpp.estimators.cv import DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
+from dpp.estimators.inputs import as_sets, labelled_sets, prediction_sets
 from dpp.estimators.io import ESTIMATORS, NEURAL_ESTIMATORS, POOLED_ESTIMATORS, load
 from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier

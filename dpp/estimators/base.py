@@ -1,6 +1,7 @@
-"""What every estimator over sets shares: reading ``X`` and ``y``, and the prototype base class.
+"""What every estimator over sets shares: the set classifiers' base and the prototype base class.
 
-See :mod:`dpp.estimators` for the input conventions.
+Reading ``X`` and ``y`` is :mod:`dpp.estimators.inputs`; see :mod:`dpp.estimators` for the
+input conventions.
 """
 
 from __future__ import annotations
@@ -18,19 +19,22 @@ from sklearn.utils.validation import check_is_fitted
 from dpp import model_file
 from dpp import params as check
 from dpp.errors import ModelFileError, NonFiniteResultError, recording_statuses, warn_caller
+from dpp.estimators.inputs import labelled_sets, per_set, prediction_sets
+from dpp.estimators.saving import check_shapes, write_model_file
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.model import FitReport, FittedModel
-from dpp.model_file import jsonable
 from dpp.pooling import MEAN, make_pooling
 from dpp.pooling import REGISTRY as POOLING_REGISTRY
-from dpp.sets import RaggedSets, one_hot
+from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
 from dpp.units import Affine, Normalizer
 
 logger = logging.getLogger(__name__)
 
+
 #: Scores of a model selection: mean validation log-likelihood per set (nats), or accuracy.
 SCORINGS = ("log_likelihood", "accuracy")
+
 
 #: Parameters of every prototype estimator that the experiment layer sets itself (from the
 #: dataset, ``kmeans``, ``optimizer``, ``seed`` and ``verbose`` config keys), not the ``model``
@@ -49,63 +53,6 @@ EXPERIMENT_PARAMS = (
     "verbose",
     "devices",
 )
-
-
-def as_sets(X, dtype=np.float32) -> RaggedSets:
-    """The sets of ``X`` (see the module docstring) as :class:`RaggedSets`, unlabelled.
-
-    A :class:`RaggedSets` is returned as it is (labels included).
-
-    Raises:
-        ValueError: no sets, an empty set, a set that is not 2-D, mismatched dimensions, NaN or
-            inf, set ids that are not integers or do not match the vectors.
-    """
-    if isinstance(X, RaggedSets):
-        return X
-    if _is_pair(X):
-        vectors, ids = np.asarray(X[0]), np.asarray(X[1])
-        if not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"set_ids must be integers, got dtype {ids.dtype}")
-        if ids.shape[0] != vectors.shape[0]:
-            raise ValueError(
-                f"mismatched lengths: {vectors.shape[0]} vectors but {ids.shape[0]} set ids"
-            )
-        unique, inverse = np.unique(ids, return_inverse=True)
-        order = np.argsort(inverse, kind="stable")
-        return RaggedSets.from_flat(
-            vectors[order], inverse[order], None, num_sets=unique.size, dtype=dtype
-        )
-    if isinstance(X, np.ndarray) and X.dtype != object and X.ndim != 3:
-        raise ValueError(
-            f"X must be a list of [M_n, D] arrays, a (vectors, set_ids) pair or RaggedSets; "
-            f"got an array of shape {X.shape}"
-        )
-    return RaggedSets.from_list(list(X), None, dtype=dtype)
-
-
-def prediction_sets(X, estimator) -> RaggedSets:
-    """The sets of ``X`` (:func:`as_sets`) for a fitted ``estimator`` to predict on.
-
-    Raises:
-        ValueError: the errors of :func:`as_sets`, or vectors whose dimension ``D`` is not the
-            ``n_features_in_`` the estimator was fitted on (naming both).
-    """
-    sets = as_sets(X)
-    if sets.dim != estimator.n_features_in_:
-        raise ValueError(
-            f"X has D = {sets.dim} features per vector but {type(estimator).__name__} was "
-            f"fitted on D = {estimator.n_features_in_}"
-        )
-    return sets
-
-
-def per_set(rows: np.ndarray, sets: RaggedSets) -> list[np.ndarray]:
-    """The ``[T, ...]`` rows of every membership split into one array per set, in set order.
-
-    Each set's rows are its vectors in the order they were given (a list's arrays, a
-    ``(vectors, set_ids)`` pair's vectors of that set).
-    """
-    return np.split(np.asarray(rows), np.cumsum(sets.set_sizes())[:-1])
 
 
 class SetClassifierMixin:
@@ -191,75 +138,6 @@ class SetClassifierMixin:
         return per_set(np.asarray(self.predict_proba(singletons), np.float64), sets)
 
 
-def _is_pair(X) -> bool:
-    if not isinstance(X, tuple | list) or len(X) != 2:
-        return False
-    first, second = (np.asarray(a) if not isinstance(a, np.ndarray) else a for a in X)
-    return first.ndim == 2 and second.ndim == 1
-
-
-def _labels(y, num_sets: int) -> tuple[np.ndarray, np.ndarray, bool]:
-    """``(labels [N, C], classes_, soft)`` from class labels or soft labels."""
-    y = np.asarray(y)
-    if y.shape[0] != num_sets:
-        raise ValueError(f"y has {y.shape[0]} labels but X has {num_sets} sets")
-    if y.ndim == 2:
-        if not np.issubdtype(y.dtype, np.number):
-            raise ValueError(f"soft labels must be numbers, got dtype {y.dtype}")
-        return y.astype(np.float64), np.arange(y.shape[1]), True
-    if y.ndim != 1:
-        raise ValueError(f"y must be [N] class labels or [N, C] soft labels, got {y.shape}")
-    import pandas as pd  # noqa: PLC0415  (imported where labels need it: import dpp stays light)
-
-    missing = np.flatnonzero(pd.isna(y)) if y.dtype.kind in "Of" else np.empty(0, int)
-    if missing.size:
-        raise ValueError(
-            f"y has no label (None or NaN) for {missing.size} of {y.shape[0]} sets (first: set "
-            f"{missing[0]}); every training set needs a class label"
-        )
-    classes, index = np.unique(y, return_inverse=True)
-    if classes.size < 2:
-        raise ValueError(f"a classifier needs at least 2 classes; y has only {classes.tolist()}")
-    return one_hot(index, classes.size), classes, False
-
-
-def labelled_sets(X, y=None, sample_weight=None) -> tuple[RaggedSets, np.ndarray]:
-    """Training sets with their labels and weights, and ``classes_``.
-
-    Args:
-        X: sets (see the module docstring).
-        y: ``[N]`` class labels, ``[N, C]`` soft labels, or ``None`` for a labelled
-            ``RaggedSets``.
-        sample_weight: optional ``[N]`` non-negative weights (default: the sets' own, or ones).
-
-    Returns:
-        ``(sets, classes)``: validated :class:`RaggedSets` with ``[N, C]`` labels, and the
-        ``[C]`` class values (``arange(C)`` for soft labels).
-
-    Raises:
-        ValueError: no labels, a count mismatch, fewer than 2 classes, labels off the simplex,
-            negative weights, and the errors of :func:`as_sets`.
-    """
-    sets = as_sets(X)
-    if y is None:
-        if sets.labels is None:
-            raise ValueError("fit needs labels: pass y, or RaggedSets with labels")
-        labels, classes = np.asarray(sets.labels), np.arange(sets.num_classes)
-    else:
-        labels, classes, _ = _labels(y, sets.num_sets)
-    weights = sets.weights if sample_weight is None else np.asarray(sample_weight)
-    sets = RaggedSets.from_flat(
-        np.asarray(sets.vectors),
-        np.asarray(sets.set_ids),
-        labels,
-        weights=np.asarray(weights),
-        members=None if sets.members is None else np.asarray(sets.members),
-        num_sets=sets.num_sets,
-        dtype=sets.vectors.dtype,
-    )
-    return sets, classes
-
-
 #: The constructor parameters every prototype estimator shares (the standard prototype,
 #: InfoLoss, the class prior and DPP), with their defaults. Each class lists them explicitly,
 #: keyword-only, after its own parameters (scikit-learn's convention: what IDEs, type checkers,
@@ -324,6 +202,12 @@ class PrototypeClassifier(SetClassifierMixin, ClassifierMixin, TransformerMixin,
     method: ClassVar[str] = ""
     #: Whether the method starts from k-means centres (the experiments share them per ``K``).
     uses_centres: ClassVar[bool] = True
+    #: How :class:`~dpp.DPPClassifierCV` fits this kind's candidates on its folds
+    #: (:data:`dpp.estimators.search.FOLD_FITS`): ``"path"``, each fold's ``l2`` path with warm
+    #: starts; ``"theta_paths"``, codes that do not depend on ``l2`` (``fold_codes``), every
+    #: fold's Theta-steps as one program; ``"rounds"``, coordinate ascent whose rounds the
+    #: search may choose, on one padded layout; ``"adam"``, Adam-trained fits batched.
+    fold_fits: ClassVar[str] = "path"
 
     #: The rules of the parameters, one entry per constructor parameter that has one (read by
     #: :meth:`check_params`, so by ``fit``, the config check and the model-file loader, and by
@@ -671,62 +555,3 @@ class PrototypeClassifier(SetClassifierMixin, ClassifierMixin, TransformerMixin,
             pooling,
         )
         self.set_fitted(model)
-
-
-def check_shapes(path: Path, arrays: dict, shapes: dict, why: str) -> None:
-    """Refuses an array of ``arrays`` whose shape is not its entry of ``shapes``.
-
-    Raises:
-        ModelFileError: naming the file, the array, its shape, the shape needed and ``why``.
-    """
-    for name, shape in shapes.items():
-        if name in arrays and arrays[name].shape != shape:
-            raise model_file.bad(
-                path, f"array {name}", f"has shape {arrays[name].shape}; {why} need {shape}"
-            )
-
-
-def write_model_file(estimator, path, method: str, arrays: dict, info: dict) -> Path:
-    """Writes a fitted estimator's model file: its arrays, preprocessing and header.
-
-    The shared part of every estimator's ``save``: the fitted preprocessing
-    (``preprocess_shift``, ``preprocess_matrix``), an array ``init`` (``param_init``), and
-    the header (estimator, method, every constructor parameter, classes, ``n_features_in``,
-    the fit's report). A prefit ``preprocess`` is saved as the fitted map, and a ``cv`` that
-    is not a number of folds (a splitter) as the constructor's default: neither is needed to
-    predict.
-
-    Args:
-        estimator: a fitted estimator (``classes_``, ``n_features_in_``, ``preprocess_``).
-        path: the file to write.
-        method: the method name recorded (the loader's registry key).
-        arrays: the estimator's own arrays (floats).
-        info: the fit's report (JSON-ready after :func:`~dpp.model_file.jsonable`).
-
-    Returns:
-        The path written.
-    """
-    arrays = dict(arrays)
-    preprocess = getattr(estimator, "preprocess_", None)
-    if preprocess is not None:
-        arrays["preprocess_shift"] = preprocess.shift
-        arrays["preprocess_matrix"] = preprocess.matrix
-    params = estimator.get_params(deep=False)
-    if "preprocess" in params:
-        params["preprocess"] = None  # a prefit map is the preprocess_ arrays, as a fitted one
-    if not isinstance(params.get("init"), str | None):
-        arrays["param_init"] = np.asarray(params["init"], np.float64)
-        params["init"] = None
-    if "cv" in params and not model_file.is_int(params["cv"]):
-        params["cv"] = inspect.signature(type(estimator).__init__).parameters["cv"].default
-    classes = np.asarray(estimator.classes_)
-    header = {
-        "estimator": type(estimator).__name__,
-        "method": method,
-        "params": jsonable(params),
-        "classes": jsonable(classes.tolist()),
-        "classes_dtype": classes.dtype.kind,
-        "n_features_in": int(estimator.n_features_in_),
-        "info": jsonable(info),
-    }
-    return model_file.write(path, header, arrays)

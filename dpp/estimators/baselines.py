@@ -32,6 +32,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
     """
 
     method = "standard"
+    fold_fits = "theta_paths"
 
     def __init__(
         self,

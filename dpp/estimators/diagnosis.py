@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from dpp.estimators.neural import plan_member
+from dpp.estimators.adam import plan_member
 from dpp.networks import diagnostics
 
 

@@ -5,7 +5,7 @@
 to ``K`` prototypes in the embedding space (eq. 3), the codes are pooled (:mod:`dpp.pooling`)
 and classified by eq. (16). The MLP, ``mu``, ``beta``, ``Theta`` (and a generalised mean's
 exponent) are trained jointly by Adam epochs with the networks' early stopping
-(:func:`~dpp.estimators.neural.train_with_early_stopping`). It is a prototype estimator as
+(:func:`~dpp.estimators.adam.train_with_early_stopping`). It is a prototype estimator as
 well: ``transform`` gives the codes ``z``, ``soft_assignments`` and ``instance_scores`` the
 per-vector evidence, ``prototypes_`` lie in the embedding space.
 """
@@ -22,8 +22,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
-from dpp.estimators.base import PrototypeClassifier, write_model_file
-from dpp.estimators.neural import (
+from dpp.estimators.adam import (
     AdamTrained,
     Member,
     best_held_out,
@@ -32,6 +31,8 @@ from dpp.estimators.neural import (
     restore_network,
     train_with_early_stopping,
 )
+from dpp.estimators.base import PrototypeClassifier
+from dpp.estimators.saving import write_model_file
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
 from dpp.model.report import FitReport, PrototypeFacts
 from dpp.networks import layers, readout, training
@@ -66,7 +67,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     Adam epochs on the soft-label log-likelihood (eq. 17) less ``l2 * tr(Theta^T Theta)`` and
     ``weight_decay`` on the MLP, with early stopping on ``validation_fraction`` of the
     training sets and a refit on all of them for the best number of epochs (the networks'
-    procedure, :func:`~dpp.estimators.neural.train_with_early_stopping`).
+    procedure, :func:`~dpp.estimators.adam.train_with_early_stopping`).
 
     The defaults (``K = 16``, the generalised mean, dropout 0.5) are decided on the suite's
     paired differences (``docs/benchmarks.md``): with mean pooling and no dropout the fit
@@ -128,6 +129,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     """
 
     method = "embedded_dpp"
+    fold_fits = "adam"
     uses_centres: ClassVar[bool] = False  # its k-means runs in the embedding space
     #: Parameters added after model files of this class were first written, with the value
     #: that reproduces those files' fits (:func:`dpp.load` reads a file without them so).
@@ -293,7 +295,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         return self
 
     def _member(self, sets: RaggedSets, seed: int, weight_decay: float) -> Member:
-        """The fit as a :class:`~dpp.estimators.neural.Member` (what ``fit_together`` batches)."""
+        """The fit as a :class:`~dpp.estimators.adam.Member` (what ``fit_together`` batches)."""
         solver = solver_options.theta_solver("adam", self._theta_options)
 
         def make(part: RaggedSets, key):

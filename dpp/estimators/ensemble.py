@@ -26,7 +26,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
 from dpp import model_file
-from dpp.estimators.base import SetClassifierMixin, labelled_sets
+from dpp.estimators.base import SetClassifierMixin
+from dpp.estimators.inputs import labelled_sets
 from dpp.model import FitReport
 from dpp.model.report import CLEAN_STATUSES, STATUSES
 

@@ -1,6 +1,6 @@
 """The estimator registry, and loading a fitted estimator from its model file.
 
-Writing is each estimator's ``save`` (:func:`dpp.estimators.base.write_model_file` writes the
+Writing is each estimator's ``save`` (:func:`dpp.estimators.saving.write_model_file` writes the
 shared part); the format is described in :mod:`dpp.model_file`. One registry,
 :data:`ESTIMATORS`, names every estimator that writes a model file: the prototype methods and
 the pooled logistic regressions. The loader checks the header and the shared arrays

@@ -30,16 +30,9 @@ from dpp import params as check
 from dpp.baselines.pooling import DEFAULT_CS, POOLINGS, LogisticHead, pool_sets, pooled_shares
 from dpp.baselines.standard import hard_code_model
 from dpp.errors import warn_caller
-from dpp.estimators.base import (
-    SCORINGS,
-    SetClassifierMixin,
-    check_shapes,
-    labelled_sets,
-    per_set,
-    prediction_sets,
-    resolve_seed,
-    write_model_file,
-)
+from dpp.estimators.base import SCORINGS, SetClassifierMixin, resolve_seed
+from dpp.estimators.inputs import labelled_sets, per_set, prediction_sets
+from dpp.estimators.saving import check_shapes, write_model_file
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.metrics import weighted_score
 from dpp.model import CSelection, FitReport, FittedModel

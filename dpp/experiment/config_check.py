@@ -16,10 +16,10 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from dpp import params
 from dpp.errors import ConfigError
 from dpp.estimators import DPPClassifier
-from dpp.estimators.cv import RULES
 from dpp.experiment.settings import VALIDATION_METRICS
 from dpp.experiment.splits import SPLIT_KINDS
 from dpp.pooling import POOLINGS
+from dpp.selection import RULES
 from dpp.solvers.options import OPTIMIZERS, OPTION_RULES, optimizer_options
 
 L2_SELECTION_KINDS = ("fixed", "cv", "dpp_cv")

@@ -1,11 +1,12 @@
 """The fit of DPP and what every method's fit returns.
 
-* :mod:`dpp.model.fitted`: :class:`FittedModel` (what every method returns) and the status
-  rules (:data:`STATUSES`, :func:`fit_status`);
+* :mod:`dpp.model.fitted`: :class:`FittedModel` (what every method returns), the status
+  rules (:data:`STATUSES`, :func:`fit_status`) and :func:`finish_fit` (a finished fit's
+  checks, status and report);
 * :mod:`dpp.model.report`: :class:`FitReport`, the typed report of every method's fit, and
   its JSON form;
 * :mod:`dpp.model.fit`: the DPP learner :func:`fit_dpp` (k-means centres, then coordinate
-  ascent or a joint fit) and :func:`finish_fit`.
+  ascent or a joint fit, early stopping).
 
 The names below are those ``from dpp.model import ...`` gave before the split.
 """
@@ -13,7 +14,7 @@ The names below are those ``from dpp.model import ...`` gave before the split.
 import importlib as _importlib
 import importlib.util as _util
 
-from dpp.model.fit import MODES, finish_fit, fit_dpp
+from dpp.model.fit import MODES, fit_dpp
 from dpp.model.fitted import (
     CLEAN_STATUSES,
     SATURATED_CODE,
@@ -22,6 +23,7 @@ from dpp.model.fitted import (
     STATUSES,
     FittedModel,
     epoch_status,
+    finish_fit,
     first_non_finite,
     fit_status,
     saturated_fraction,

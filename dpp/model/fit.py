@@ -16,15 +16,13 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
 
 from dpp import params as check
-from dpp.errors import NonFiniteResultError
 from dpp.init import init_log_beta
 from dpp.likelihood import Params
-from dpp.model.fitted import FittedModel, fit_status, saturated_fraction
-from dpp.model.report import EarlyStopping, FitReport, PrototypeFacts
-from dpp.pooling import as_choice, exponent, make_pooling, resolved
+from dpp.model.fitted import FittedModel, finish_fit
+from dpp.model.report import EarlyStopping
+from dpp.pooling import as_choice, make_pooling
 from dpp.selection import HoldOut, hold_out, round_folds
 from dpp.sets import Layout, RaggedSets, to_device
 from dpp.sharding import device_mesh, shard_sets
@@ -460,86 +458,6 @@ def _validation_fraction_cap(solve, params0, train, settings, key, fraction, pla
         return None, None, split.skipped
     early = _early_stopping(solve, params0, train, settings, key, split, place)
     return dataclasses.replace(early, validation_fraction=fraction), jnp.int32(early.best), None
-
-
-def finish_fit(
-    result: FitResult,
-    log_beta0: Float[Array, "*B"],
-    train_vectors,
-    normalizer: Normalizer,
-    mode: str,
-    seconds: float,
-    devices: int = 1,
-    early: dict | None = None,
-    skipped: str | None = None,
-) -> FittedModel:
-    """The :class:`FittedModel` of one finished fit: its checks, status and report.
-
-    The last phase of :func:`fit_dpp`, apart so that anything that runs the solver itself gets
-    the same checks and the same ``info``.
-
-    Args:
-        result: the fit's :class:`~dpp.solvers.coordinate_ascent.FitResult`.
-        log_beta0: the starting ``log beta`` (internal units).
-        train_vectors: ``[U, D]`` training vectors in internal units (for the saturated
-            fraction).
-        normalizer: the map into internal units.
-        mode: ``coordinate_ascent`` or ``joint``.
-        seconds: wall-clock seconds of the fit.
-        devices: devices the fit used.
-        early: the early-stopping record (:class:`~dpp.model.report.EarlyStopping`, its
-            ``source``: ``validation_fraction``, ``validation_sets`` or ``round_cap``), if any.
-        skipped: why early stopping was skipped, if it was.
-
-    Returns:
-        The fitted model (see :func:`fit_dpp` for its ``report``).
-
-    Raises:
-        NonFiniteResultError: for non-finite parameters (naming which).
-    """
-    params = result.params._replace(pooling=resolved(result.params.pooling))
-    for name, value in zip(Params._fields, params, strict=True):
-        if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(value)):
-            raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
-    saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
-    source = None if early is None else early.source
-    best = early and early.best
-    cap = {"validation_fraction": best, "cross_validation": best}
-    cap["round_cap"] = early and early.round_cap
-    status, reason = fit_status(result, saturated, mode, cap.get(source), source, early)
-    rounds = int(result.num_rounds)
-    history = np.asarray(result.history)[: rounds + 1]
-    steps = {}
-    for name, values in result.diagnostics._asdict().items():
-        values = np.asarray(values)[: rounds + 1].tolist()
-        # NaN (not measured) as None, so records compare equal and serialise as JSON null
-        steps[name] = tuple(
-            None if isinstance(x, float) and not np.isfinite(x) else x for x in values
-        )
-    offset = normalizer.log_beta_offset()
-    # beta after each round (the geometric mean of per-prototype betas), in feature units
-    steps["beta"] = tuple(np.exp(np.asarray(steps.pop("log_beta"), np.float64) - offset).tolist())
-    beta = np.exp(np.asarray(params.log_beta, np.float64) - offset)
-    beta_init = float(np.exp(np.mean(np.asarray(log_beta0, np.float64)) - offset))
-    if early is None and skipped is not None:
-        early = EarlyStopping(skipped=skipped)
-    facts = PrototypeFacts(
-        beta=float(beta) if beta.ndim == 0 else tuple(float(b) for b in beta),
-        beta_init=beta_init,
-        beta_ratio=float(np.max(beta) / beta_init),
-        saturated_fraction=saturated,
-        devices=devices,
-        steps=steps,
-        pooling_p=exponent(params.pooling),  # the generalised mean's learned p, else None
-    )
-    report = FitReport(
-        "dpp", status, reason, rounds, history=tuple(float(h) for h in history),
-        seconds=seconds, early_stopping=early, prototypes=facts,
-    )  # fmt: skip
-    return FittedModel(
-        "dpp", params.mu, params.log_beta, params.theta, history, report, normalizer,
-        params.pooling,
-    )  # fmt: skip
 
 
 def _bucketed(sets: RaggedSets, settings: FitSettings) -> RaggedSets:

@@ -24,18 +24,18 @@ from dpp.encoding import (
     membership_codes,
     membership_shares,
 )
+from dpp.errors import NonFiniteResultError
 from dpp.likelihood import Params
 from dpp.model.report import (  # noqa: F401  (re-exported)
     CLEAN_STATUSES,
     STATUSES,
     EarlyStopping,
     FitReport,
+    PrototypeFacts,
 )
-from dpp.pooling import MEAN, Pooling
+from dpp.pooling import MEAN, Pooling, exponent, resolved
 from dpp.sets import BUCKET_ALIGN, RaggedSets, bucket_size, sets_bucket, to_device
-from dpp.solvers.coordinate_ascent import (
-    FitResult,
-)
+from dpp.solvers.coordinate_ascent import FitResult
 from dpp.units import IDENTITY, Normalizer
 
 #: A code is saturated (one-hot to working precision) when its largest entry exceeds this.
@@ -244,7 +244,7 @@ def epoch_status(
 ) -> tuple[str, str]:
     """The truthful status of a fit trained by Adam epochs, and a sentence saying why.
 
-    DPP on an embedding and the networks (:func:`~dpp.estimators.neural.train_with_early_stopping`):
+    DPP on an embedding and the networks (:func:`~dpp.estimators.adam.train_with_early_stopping`):
     ``failed`` (a held-out value that is not finite, :func:`first_non_finite`), ``stalled``
     (no epoch beat the untrained start: the refit is its start), ``max_epochs`` (still rising at
     ``max_epochs``, or no early stopping), else ``early_stopped``.
@@ -372,3 +372,83 @@ def fit_status(
     return "stalled", (
         f"the last round did not raise L although the gradient norm is {grad_norm:.3g}"
     )
+
+
+def finish_fit(
+    result: FitResult,
+    log_beta0: Float[Array, "*B"],
+    train_vectors,
+    normalizer: Normalizer,
+    mode: str,
+    seconds: float,
+    devices: int = 1,
+    early: dict | None = None,
+    skipped: str | None = None,
+) -> FittedModel:
+    """The :class:`FittedModel` of one finished fit: its checks, status and report.
+
+    The last phase of :func:`fit_dpp`, apart so that anything that runs the solver itself gets
+    the same checks and the same ``info``.
+
+    Args:
+        result: the fit's :class:`~dpp.solvers.coordinate_ascent.FitResult`.
+        log_beta0: the starting ``log beta`` (internal units).
+        train_vectors: ``[U, D]`` training vectors in internal units (for the saturated
+            fraction).
+        normalizer: the map into internal units.
+        mode: ``coordinate_ascent`` or ``joint``.
+        seconds: wall-clock seconds of the fit.
+        devices: devices the fit used.
+        early: the early-stopping record (:class:`~dpp.model.report.EarlyStopping`, its
+            ``source``: ``validation_fraction``, ``validation_sets`` or ``round_cap``), if any.
+        skipped: why early stopping was skipped, if it was.
+
+    Returns:
+        The fitted model (see :func:`fit_dpp` for its ``report``).
+
+    Raises:
+        NonFiniteResultError: for non-finite parameters (naming which).
+    """
+    params = result.params._replace(pooling=resolved(result.params.pooling))
+    for name, value in zip(Params._fields, params, strict=True):
+        if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(value)):
+            raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
+    saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
+    source = None if early is None else early.source
+    best = early and early.best
+    cap = {"validation_fraction": best, "cross_validation": best}
+    cap["round_cap"] = early and early.round_cap
+    status, reason = fit_status(result, saturated, mode, cap.get(source), source, early)
+    rounds = int(result.num_rounds)
+    history = np.asarray(result.history)[: rounds + 1]
+    steps = {}
+    for name, values in result.diagnostics._asdict().items():
+        values = np.asarray(values)[: rounds + 1].tolist()
+        # NaN (not measured) as None, so records compare equal and serialise as JSON null
+        steps[name] = tuple(
+            None if isinstance(x, float) and not np.isfinite(x) else x for x in values
+        )
+    offset = normalizer.log_beta_offset()
+    # beta after each round (the geometric mean of per-prototype betas), in feature units
+    steps["beta"] = tuple(np.exp(np.asarray(steps.pop("log_beta"), np.float64) - offset).tolist())
+    beta = np.exp(np.asarray(params.log_beta, np.float64) - offset)
+    beta_init = float(np.exp(np.mean(np.asarray(log_beta0, np.float64)) - offset))
+    if early is None and skipped is not None:
+        early = EarlyStopping(skipped=skipped)
+    facts = PrototypeFacts(
+        beta=float(beta) if beta.ndim == 0 else tuple(float(b) for b in beta),
+        beta_init=beta_init,
+        beta_ratio=float(np.max(beta) / beta_init),
+        saturated_fraction=saturated,
+        devices=devices,
+        steps=steps,
+        pooling_p=exponent(params.pooling),  # the generalised mean's learned p, else None
+    )
+    report = FitReport(
+        "dpp", status, reason, rounds, history=tuple(float(h) for h in history),
+        seconds=seconds, early_stopping=early, prototypes=facts,
+    )  # fmt: skip
+    return FittedModel(
+        "dpp", params.mu, params.log_beta, params.theta, history, report, normalizer,
+        params.pooling,
+    )  # fmt: skip

@@ -1,0 +1,165 @@
+"""The candidates of :class:`~dpp.DPPClassifierCV`: their groups, estimators, refits and names."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from sklearn.base import clone
+
+from dpp.errors import warn_caller
+from dpp.estimators.embedded import EmbeddedDPPClassifier
+from dpp.model.report import CLEAN_STATUSES
+from dpp.pooling import simplicity
+
+#: The held-out share with which a candidate on an embedding stops early within a fold.
+DEFAULT_VALIDATION_FRACTION = 0.2
+
+
+class Group(NamedTuple):
+    """A candidate of :class:`DPPClassifierCV` but its ``l2``: ``K``, pooling, embedding.
+
+    ``pooling`` and ``embedding`` are ``None`` where the estimator keeps its own (or has
+    none); ``l2`` runs along a path within a group.
+    """
+
+    n_prototypes: int
+    pooling: str | None = None
+    embedding: tuple[int, ...] | None = None
+
+    def params(self) -> dict:
+        """The estimator parameters this group sets (:func:`candidate` fits them)."""
+        out = {"n_prototypes": self.n_prototypes}
+        if self.pooling is not None:
+            out["pooling"] = self.pooling
+        if self.embedding is not None:
+            out["embedding"] = self.embedding
+        return out
+
+    def member(self) -> tuple:
+        """``(pooling, embedding)``: the member of ``rule="ensemble"`` this group belongs to."""
+        return self.pooling, self.embedding
+
+    def simplicity(self) -> tuple:
+        """Larger for simpler models, the tie-break of equal scores.
+
+        Fewer prototypes first, then no embedding, then the paper's mean pooling before max
+        and max before the generalised mean.
+        """
+        return (-self.n_prototypes, self.embedding is None, simplicity(self.pooling))
+
+
+def candidate(base, group: Group, **params):
+    """The unfitted estimator of ``group`` (with ``params`` set), from the tuned ``base``.
+
+    ``base`` cloned with the group's parameters; for a group on an embedding over a paper's
+    model, the :class:`~dpp.EmbeddedDPPClassifier` with ``base``'s shared parameters
+    (:meth:`~dpp.EmbeddedDPPClassifier.like`).
+    """
+    if group.embedding is None or isinstance(base, EmbeddedDPPClassifier):
+        return clone(base).set_params(**group.params(), **params)
+    return EmbeddedDPPClassifier.like(base, **group.params(), **params)
+
+
+def refit_params(key: tuple, rounds: int | None) -> dict:
+    """The parameters that make the tuned estimator candidate ``key``'s refit.
+
+    Its grid values (``K``, pooling, embedding, ``l2``) and how it stops: after ``rounds``
+    coordinate-ascent rounds where they were chosen (``round_cap``, early stopping off), or on
+    its own held-out share for a candidate on an embedding. ``best_params_`` (and each member's
+    ``params``) hold them: ``clone(estimator).set_params(**best_params_)`` fitted on the same
+    sets is the refit.
+
+    Args:
+        key: ``(Group, l2)``.
+        rounds: the chosen rounds, or ``None``.
+    """
+    group, l2 = key
+    params = {**group.params(), "l2": l2}
+    if group.embedding is not None:
+        params["validation_fraction"] = DEFAULT_VALIDATION_FRACTION
+    elif rounds is not None:
+        params.update(validation_fraction=0.0, round_cap=int(rounds))
+    return params
+
+
+def refit_estimator(base, key: tuple, rounds: int | None):
+    """The unfitted refit of candidate ``key``: :func:`candidate` with :func:`refit_params`."""
+    group = key[0]
+    extra = {k: v for k, v in refit_params(key, rounds).items() if k not in group.params()}
+    return candidate(base, group, **extra)
+
+
+def member_name(member: tuple) -> str:
+    """An ensemble member's name: its pooling (``own`` without one), ``_embedded`` on one."""
+    pooling, embedding = member
+    return (pooling or "own") + ("" if embedding is None else "_embedded")
+
+
+def candidate_name(key: tuple) -> str:
+    """``pooling='max', n_prototypes=4, l2=0.1``: a candidate ``(Group, l2)`` by its grid values.
+
+    Floats as the shortest form that reads back (``%g``), as a user writes a grid.
+    """
+    group, l2 = key
+    params = {**group.params(), "l2": l2}
+    return ", ".join(
+        f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in params.items()
+    )
+
+
+def warn_unclean_choice(owner: str, key: tuple, statuses: list, refit) -> None:
+    """:class:`~dpp.errors.FitWarning` s for a chosen candidate whose fits did not end clean.
+
+    One per status of its fold fits that is not clean (its score came from them), and one for
+    its refit on every training set; each names the candidate by its grid values (pooling,
+    ``K``, embedding, ``l2``), not by the settings the search gave its fits. The other
+    candidates' statuses are rows of ``cv_results_`` (``split<i>_fit_status``,
+    ``fit_status``), not warnings: the search chose around them.
+
+    Args:
+        owner: the search's class name.
+        key: ``(Group, l2)`` of the chosen candidate.
+        statuses: its fold fits' statuses.
+        refit: the fitted refit (its ``fit_report_``).
+    """
+    name = candidate_name(key)
+    for status, count in Counter(s for s in statuses if s not in CLEAN_STATUSES).items():
+        warn_caller(
+            f"{owner}: the chosen candidate ({name}) ended {status} in {count} of "
+            f"{len(statuses)} fold fits, whose scores chose it (cv_results_['split<i>_fit_status'])"
+        )
+    report = refit.fit_report_
+    if not report.clean:
+        warn_caller(
+            f"{owner}: the refit of the chosen candidate ({name}) ended {report.status}: "
+            f"{report.reason}"
+        )
+
+
+#: Why :class:`DPPClassifierCV` refuses an estimator, and what tunes it instead.
+NOT_TUNED = {
+    name: "DPPClassifierCV tunes the prototype estimators' l2, K and pooling; {name} chooses its "
+    "C by its own cross-validation (its Cs and cv parameters): fit it directly"
+    for name in ("PoolingClassifier", "BagOfWordsClassifier")
+} | {
+    name: "DPPClassifierCV tunes the prototype estimators' l2, K and pooling; choose {name}'s "
+    "learning_rate and weight_decay with sklearn.model_selection.GridSearchCV"
+    for name in ("AttentionMILClassifier", "DeepSetsClassifier")
+}
+NOT_TUNED[None] = (
+    "DPPClassifierCV tunes the prototype estimators (DPPClassifier, EmbeddedDPPClassifier, "
+    "StandardPrototypeClassifier, InfoLossClassifier, ClassPriorClassifier); got {name}"
+)
+
+
+class MemberChoice(NamedTuple):
+    """One member's choice in :class:`~dpp.DPPClassifierCV`: what its result is written from."""
+
+    name: str  # the member's name in an ensemble ("" alone)
+    key: tuple  # (Group, l2)
+    rounds: int | None  # the chosen rounds (select_rounds), else None
+    score: float  # its validation score by the rule
+    position: str  # where its l2 lies among the values scored
+    added: list  # l2 values added past an edge of its grown path
+    fitted: object  # its refit on every training set

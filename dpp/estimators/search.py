@@ -1,0 +1,451 @@
+"""The folds' fits of :class:`~dpp.DPPClassifierCV`'s candidates, and their scores."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from joblib import Parallel, delayed
+from scipy.special import log_softmax
+from sklearn.base import clone
+
+from dpp.errors import (
+    NonFiniteResultError,
+    caller_location,
+    statuses_recorded,
+    warnings_attributed_to,
+)
+from dpp.estimators.adam import fit_together
+from dpp.estimators.base import PrototypeClassifier
+from dpp.estimators.baselines import ClassPriorClassifier
+from dpp.estimators.candidates import DEFAULT_VALIDATION_FRACTION, Group, candidate, refit_estimator
+from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.ensemble import combined_log_proba
+from dpp.metrics import weighted_score
+from dpp.model.fit import round_scores
+from dpp.sets import Layout, RaggedSets
+from dpp.solvers import options as solver_options
+from dpp.solvers.coordinate_ascent import fit_classifier_paths
+
+logger = logging.getLogger(__name__)
+
+#: How a candidate kind's folds are fitted (each estimator class's ``fold_fits``).
+FOLD_FITS = ("path", "theta_paths", "rounds", "adam")
+
+
+class CandidateSearch:
+    """The folds' fits of a :class:`DPPClassifierCV`, and their scores per ``(K, l2)``.
+
+    Attributes:
+        parts: ``(fitted part, held-out fold)`` per fold.
+        scores: ``(K, l2) -> [folds]`` validation scores (at the best round with ``by_round``).
+        rounds: ``(K, l2) -> `` the best round (``by_round`` only).
+        fit_times, score_times: ``(K, l2) -> [folds]`` seconds of each fold's fit and of
+            scoring its held-out fold (:meth:`times`).
+    """
+
+    def __init__(
+        self,
+        base,
+        sets: RaggedSets,
+        folds,
+        scoring: str,
+        by_round: bool,
+        n_jobs: int | None = None,
+        candidates: list[Group] = (),
+    ):
+        self.base, self.scoring, self.by_round, self.n_jobs = base, scoring, by_round, n_jobs
+        self.sets, self.folds = sets, folds
+        self.codes: dict[int, np.ndarray] = {}  # K -> [F, N, K] each fold's codes of every set
+        self.centres: dict[tuple[int, int], np.ndarray] = {}  # (fold, K) -> k-means centres
+        self.thetas: dict[int, dict[float, np.ndarray]] = {}  # K -> l2 -> [F, K, C] maximisers
+        weights = np.asarray(sets.weights, np.float64)
+        self.parts = [
+            (sets.subset(np.sort(fit_idx)), sets.subset(np.sort(val_idx)))
+            for fit_idx, val_idx in folds
+        ]
+        # a grid value means the same strength on every fit: l2 times the part's weight share
+        self.shrink = [weights[fit_idx].sum() / weights.sum() for fit_idx, _ in folds]
+        self.scores: dict[tuple[int, float], np.ndarray] = {}
+        self.rounds: dict[tuple[int, float], int] = {}
+        self.per_round: dict[tuple[int, float], np.ndarray] = {}  # [folds, R] of each key
+        self.fit_times: dict[tuple[int, float], np.ndarray] = {}
+        self.score_times: dict[tuple[int, float], np.ndarray] = {}
+        #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_report_.status``)
+        self.statuses: dict[tuple[int, float], list] = {}
+        self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
+        #: DPP's folds (their held-out sets after the fitted ones) and the refit padded to one
+        #: layout, so that each candidate group runs one compiled coordinate-ascent program;
+        #: with several poolings, the pooling is data of that program (one for all of them)
+        self.fit_params = {}
+        #: the verbose fit's progress bar (:func:`dpp.solvers.progress.bar`; ``None``: none)
+        self.bar = None
+        #: fits already in the bar's total and not yet planned (:meth:`more`)
+        self.planned = 0
+        if base.fold_fits == "rounds":  # every fold's order: fitted sets, then held out
+            sizes = sets.set_sizes()
+            orders = [sizes] + [
+                np.concatenate([sizes[np.sort(i)], sizes[np.sort(j)]]) for i, j in folds
+            ]
+            self.fit_params = {"layout": Layout.covering(sizes).union(Layout.of_orders(orders))}
+            poolings = {g.pooling for g in candidates if g.embedding is None}
+            if len(poolings) > 1:
+                self.fit_params["any_pooling"] = True
+
+    def fold_fits(self, group: Group) -> str:
+        """How ``group``'s candidate is fitted on the folds: its estimator's ``fold_fits``.
+
+        One of :data:`FOLD_FITS`, as the candidate's class declares it
+        (:attr:`dpp.estimators.base.PrototypeClassifier.fold_fits`); ``rounds`` reads
+        ``path`` when the rounds are not chosen (``by_round`` false).
+        """
+        kind = candidate(self.base, group).fold_fits
+        if kind not in FOLD_FITS:
+            raise ValueError(f"fold_fits must be one of {FOLD_FITS}, got {kind!r}")
+        return "path" if kind == "rounds" and not self.by_round else kind
+
+    def cross_validate(self, groups: list[Group], path: list[float], warm: bool) -> None:
+        """Scores ``(group, l2)`` for each group and each l2 of ``path`` (strongest first).
+
+        Each group's candidate says how its folds are fitted (its ``fold_fits``,
+        :meth:`fold_fits`). ``theta_paths``: an estimator whose encoder does not depend on
+        ``l2`` (``fold_codes``: the standard prototype) is encoded once per fold and ``K``, and
+        the Theta-steps of every fold and ``l2`` run as one program (:meth:`_theta_steps`).
+        ``adam``: DPP on an embedding stops early on its own held-out share of each fold (its
+        rounds are epochs, not chosen here), every fit batched (:meth:`_together`).
+        ``rounds`` (with ``by_round``): one fit per (group, fold, ``l2``) from the fold's
+        k-means centres; ``path`` (and ``rounds`` without ``by_round``): one path per (group,
+        fold), each fold continuing from the weakest ``l2`` fitted so far with ``warm``. These
+        run ``n_jobs`` at once (:meth:`_run`); the scores are recorded in the order of the
+        sequential loop.
+        """
+        units = []
+        for group in groups:
+            kind = self.fold_fits(group)
+            if kind == "theta_paths":
+                self.more(len(self.parts) * len(path))
+                self._theta_steps(group, path)
+                self.done(len(self.parts) * len(path))
+                self._log(group, path)
+            elif kind == "adam":
+                self.more(len(self.parts) * len(path))
+                self._together(group, path)
+                self.done(len(self.parts) * len(path))
+                self._log(group, path)
+            elif kind == "rounds":  # every candidate starts afresh from the fold's centres
+                units += [(group, f, (l2,)) for f in range(len(self.parts)) for l2 in path]
+            else:
+                units += [(group, f, tuple(path)) for f in range(len(self.parts))]
+        if not units:
+            return
+        self.more(sum(len(p) for _, _, p in units))
+        if self.by_round:  # k-means once per fold and K, before any fit runs
+            for group, f, _ in units:
+                self._centres(f, candidate(self.base, group))
+        results = self._run(units, warm)
+        by_key: dict = {}  # (group, l2) -> [fold results], in the sequential loop's order
+        for (group, f, _), (est, fits) in zip(units, results, strict=True):
+            if warm or (f, group) not in self.last:
+                self.last[f, group] = est
+            for l2, value, status, fit_s, score_s in fits:
+                by_key.setdefault((group, l2), []).append((f, value))
+                self._status(group, l2, f, status)
+                self._time(group, l2, f, fit_s, score_s)
+        for key, folds in by_key.items():
+            if self.by_round:
+                per_round = np.stack([v for _, v in sorted(folds, key=lambda fv: fv[0])])
+                best = int(np.nanargmax(np.mean(per_round, axis=0)))  # all-NaN rounds skipped
+                self.scores[key], self.rounds[key] = per_round[:, best], best
+                self.per_round[key] = per_round
+            else:
+                scores = self.scores.setdefault(key, np.zeros(len(self.parts)))
+                for f, value in folds:
+                    scores[f] = value
+        for group in dict.fromkeys(g for g, _, _ in units):
+            self._log(group, path)
+
+    def _run(self, units: list, warm: bool) -> list:
+        """``[(estimator, [(l2, score, status, fit s, score s)])]`` of :meth:`_fit_unit` per unit.
+
+        ``n_jobs`` at once in joblib threads; the first unit of each ``K`` runs alone first, so
+        that its programs are compiled once before the threads share them.
+        """
+        jobs = 1 if self.n_jobs is None else self.n_jobs
+        if jobs == 1 or len(units) < 2:
+            return [self._fit_unit(*unit, warm) for unit in units]
+        first: dict[int, int] = {}  # K -> its first unit
+        for i, unit in enumerate(units):
+            first.setdefault(unit[0].n_prototypes, i)
+        results = {i: self._fit_unit(*units[i], warm) for i in first.values()}
+        rest = [i for i in range(len(units)) if i not in results]
+        caller = caller_location()  # a fit's FitWarning names the user's line, not joblib's
+
+        def fit_unit(unit):
+            with warnings_attributed_to(caller):
+                return self._fit_unit(*unit, warm)
+
+        done = Parallel(n_jobs=jobs, prefer="threads")(delayed(fit_unit)(units[i]) for i in rest)
+        results.update(zip(rest, done, strict=True))
+        return [results[i] for i in range(len(units))]
+
+    def _fit_unit(self, group: Group, f: int, path: tuple, warm: bool):
+        """One fold's fits of ``group`` along ``path``: ``(estimator, [(l2, value, ...)])``.
+
+        Each fit gives ``(l2, value, status, fit seconds, score seconds)``; ``value`` is the
+        validation score per round (``by_round``: computed within the fit, whose seconds hold
+        it) or the fold's score.
+        """
+        part, held = self.parts[f]
+        est = self.last.get((f, group)) if warm and not self.by_round else None
+        if est is None:
+            est = candidate(self.base, group, warm_start=not self.by_round)
+            if self.by_round:  # every candidate starts from the fold's k-means centres
+                est.set_params(init=self._centres(f, est))
+        fits = []
+        for l2 in path:
+            t0 = time.perf_counter()
+            est.set_params(l2=float(l2 * self.shrink[f]))
+            with statuses_recorded():  # a row of cv_results_; the chosen candidate's: a warning
+                if self.by_round:
+                    est.fit(part, validation_sets=held, **self.fit_params)
+                else:
+                    est.fit(part, **self.fit_params)
+            t1 = time.perf_counter()
+            if self.by_round:
+                value = scores_by_round(est)
+            else:
+                value = weighted_score(
+                    est.predict_log_proba(held), held.labels, held.weights, self.scoring
+                )
+            fits.append((l2, value, est.fit_report_.status, t1 - t0, time.perf_counter() - t1))
+            self.done()
+        return est, fits
+
+    def more(self, fits: int) -> None:
+        """Adds ``fits`` to the progress bar's total (a verbose fit's) past what was planned.
+
+        The fits of the first grid and the refits are in the bar's total from the start
+        (:attr:`planned`); only what lies past them (the values added past an edge) grows it.
+        """
+        covered = min(self.planned, fits)
+        self.planned -= covered
+        if fits > covered and self.bar is not None and not self.bar.disable:
+            self.bar.total += fits - covered
+            self.bar.refresh()
+
+    def done(self, fits: int = 1) -> None:
+        """Advances the progress bar by ``fits``."""
+        if self.bar is not None:
+            self.bar.update(fits)
+
+    def _together(self, group: Group, path: list[float]) -> None:
+        """Scores ``(group, l2)`` for every ``l2`` of ``path``: DPP on an embedding.
+
+        Every fold x ``l2`` fit starts from k-means of its embedded part (no warm start),
+        stops early on its own held-out share of the fold and is trained by Adam epochs, so
+        all of them run batched (:func:`~dpp.estimators.adam.fit_together`, the fixed-step
+        decision of issue 34): each ends as its fit alone would.
+        """
+        t0 = time.perf_counter()
+        keys, estimators, training = [], [], []
+        for f, (part, _) in enumerate(self.parts):
+            for l2 in path:
+                est = candidate(
+                    self.base,
+                    group,
+                    l2=float(l2 * self.shrink[f]),
+                    validation_fraction=DEFAULT_VALIDATION_FRACTION,
+                )  # early stopping within the fold's fit
+                keys.append((f, l2))
+                estimators.append(est)
+                training.append(part)
+        fit_together(estimators, training)
+        elapsed = (time.perf_counter() - t0) / len(estimators)  # an equal share of the batch
+        for (f, l2), est in zip(keys, estimators, strict=True):
+            held = self.parts[f][1]
+            self._status(group, l2, f, est.fit_report_.status)
+            t1 = time.perf_counter()
+            score = weighted_score(
+                est.predict_log_proba(held), held.labels, held.weights, self.scoring
+            )
+            self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
+            self._time(group, l2, f, elapsed, time.perf_counter() - t1)
+
+    def _centres(self, fold: int, est: PrototypeClassifier):
+        """The fold's k-means centres for ``est``'s ``K``, computed once per fold and ``K``.
+
+        What ``est.fit(part)`` would compute itself (the same preprocessing of the fold's part,
+        the same seed): every candidate of a fold (pooling, ``l2``) starts from them, so
+        k-means runs once per fold and ``K`` rather than once per candidate, and each fit is
+        the one it would be alone. ``est.init`` when the user gave centres.
+        """
+        if not (isinstance(est.init, str) and est.init == "k-means"):
+            return est.init
+        key = (fold, int(est.n_prototypes))
+        if key not in self.centres:
+            probe = clone(est)
+            sets, seed = probe.prepare_sets(self.parts[fold][0], None, None)
+            self.centres[key] = probe.initial_centres(sets, seed)
+        return self.centres[key]
+
+    def _status(self, k: int, l2: float, fold: int, status) -> None:
+        self.statuses.setdefault((k, l2), [None] * len(self.parts))[fold] = status
+
+    def ensemble_score(self, chosen: list[tuple], combine: str) -> float:
+        """The mean validation score of the ensemble of ``chosen`` over the folds.
+
+        Each member ``(key, rounds)`` is refitted on each fold's part as the ensemble's member
+        is on every training set (:func:`refit_estimator`, from the fold's k-means centres,
+        ``l2`` times the part's weight share as every candidate's fold fit); their held-out
+        log-probabilities are combined by ``combine``
+        (:func:`~dpp.estimators.ensemble.combined_log_proba`, equal weights) and scored: the
+        score of what ``best_estimator_`` is, not of its members.
+        """
+        self.more(len(chosen) * len(self.parts))
+        scores = []
+        for f, (part, held) in enumerate(self.parts):
+            logs = []
+            for key, rounds in chosen:
+                est = refit_estimator(self.base, key, rounds)
+                est.set_params(l2=float(key[1] * self.shrink[f]))  # as the candidates' folds
+                fit_params = self.fit_params if est.fold_fits == "rounds" else {}
+                if "init" in est.get_params(deep=False):
+                    est.set_params(init=self._centres(f, est))
+                with statuses_recorded():  # the members' own folds' statuses are in cv_results_
+                    est.fit(part, **fit_params)
+                logs.append(est.predict_log_proba(held))
+                self.done()
+            log_p = combined_log_proba(logs, np.full(len(chosen), 1 / len(chosen)), combine)
+            scores.append(weighted_score(log_p, held.labels, held.weights, self.scoring))
+        return float(np.mean(scores))
+
+    def _time(self, k: Group, l2: float, fold: int, fit_s: float, score_s: float) -> None:
+        for table, seconds in ((self.fit_times, fit_s), (self.score_times, score_s)):
+            table.setdefault((k, l2), np.zeros(len(self.parts)))[fold] = seconds
+
+    def times(self, keys: list) -> dict:
+        """scikit-learn's timing columns of ``cv_results_`` for ``keys``.
+
+        ``mean_fit_time``, ``std_fit_time``, ``mean_score_time``, ``std_score_time``: the mean
+        and s.d. over the folds of each fit's and each scoring's seconds.
+
+        A fit batched with others (the Theta-step paths, DPP on an embedding) is given an
+        equal share of the batch's seconds; a score computed within the fit (the validation
+        log-likelihood per round of ``select_rounds``) costs its reading only.
+        """
+        out = {}
+        for name, table in (("fit", self.fit_times), ("score", self.score_times)):
+            seconds = np.stack([table[k] for k in keys])
+            out[f"mean_{name}_time"] = seconds.mean(axis=1)
+            out[f"std_{name}_time"] = seconds.std(axis=1)
+        return out
+
+    def _theta_steps(self, k: int, path: list[float]) -> None:
+        """Scores ``(k, l2)`` for every ``l2`` of ``path``: the folds' Theta-steps as one program.
+
+        Each fold's codes of every set are computed once per ``K`` (``fold_codes``), and
+        :func:`~dpp.solvers.coordinate_ascent.fit_classifier_paths` fits every fold along the
+        path, the held-out sets weighted 0 and ``l2`` times the fold's weight share, each fit
+        starting from the nearest ``l2`` already fitted: the maximiser ``base.fit(part)``
+        finds at that ``l2`` (a convex problem), within the solver's tolerance.
+
+        Raises:
+            NonFiniteResultError: a fit's ``Theta`` is not finite (naming fold and ``l2``).
+        """
+        t0 = time.perf_counter()
+        if k not in self.codes:
+            est = candidate(self.base, k)
+            self.codes[k] = np.stack([est.fold_codes(part, self.sets) for part, _ in self.parts])
+        codes, fitted = self.codes[k], self.thetas.setdefault(k, {})
+        weights = np.asarray(self.sets.weights, np.float64)
+        masks = np.zeros((len(self.folds), weights.size))
+        for f, (fit_idx, _) in enumerate(self.folds):
+            masks[f, fit_idx] = weights[fit_idx]  # the fold's fit: held-out sets weigh 0
+        solver = solver_options.theta_solver(self.base.optimizer, self.base.optimizer_options)
+        nearest = min(
+            fitted, key=lambda v: abs(np.log((v + 1e-30) / (path[0] + 1e-30))), default=None
+        )
+        thetas, iterations = fit_classifier_paths(
+            codes,
+            np.asarray(self.sets.labels),
+            masks,
+            np.outer(self.shrink, path),
+            None if nearest is None else fitted[nearest],
+            solver,
+        )
+        for f, j in np.argwhere(iterations >= solver.max_iter):  # scored, but not silently
+            logger.warning(
+                "K=%d l2=%.3g, CV fold %d: the Theta-step stopped at max_iter=%d before its "
+                "gradient tolerance",
+                k.n_prototypes,
+                path[j],
+                f,
+                solver.max_iter,
+            )
+        elapsed = (time.perf_counter() - t0) / (len(self.folds) * len(path))
+        for j, value in enumerate(path):
+            fitted[value] = thetas[:, j]
+            scores = np.zeros(len(self.folds))
+            for f, (_, val_idx) in enumerate(self.folds):
+                t1 = time.perf_counter()
+                capped = iterations[f, j] >= solver.max_iter
+                self._status(k, value, f, "max_rounds" if capped else "converged")
+                if not np.all(np.isfinite(thetas[f, j])):
+                    raise NonFiniteResultError(
+                        f"{type(self.base).__name__} fit of CV fold {f} at l2={value:.3g} "
+                        "produced non-finite theta"
+                    )
+                held = self.parts[f][1]
+                rows = np.sort(val_idx)  # the order of held
+                log_p = log_softmax(codes[f, rows].astype(np.float64) @ thetas[f, j], axis=1)
+                scores[f] = weighted_score(log_p, held.labels, held.weights, self.scoring)
+                self._time(k, value, f, elapsed, time.perf_counter() - t1)
+            self.scores[k, value] = scores
+
+    def _log(self, k: Group, path: list[float]) -> None:
+        """One DEBUG line per candidate (a run's INFO log keeps one line per fold and method)."""
+        for l2 in path:
+            logger.debug(
+                "%s l2=%.3g: validation %s %s%s",
+                k.params(),
+                l2,
+                self.scoring,
+                np.round(self.scores[k, l2], 4).tolist(),
+                f" at round {self.rounds[k, l2]}" if (k, l2) in self.rounds else "",
+            )
+
+
+def scores_by_round(estimator: DPPClassifier) -> np.ndarray:
+    """``[max_rounds + 1]`` validation log-likelihood per set after each round.
+
+    Of a fit with ``validation_sets`` (:func:`dpp.model.fit.round_scores`): known up to its
+    last round, carried on to ``max_rounds`` when it stopped by ``tol`` (a fit capped later
+    stops there too), NaN after a stop by ``patience``.
+    """
+    early = estimator.fit_report_.early_stopping
+    return round_scores(early, estimator.max_rounds, estimator.patience)
+
+
+def prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
+    """The validation score on ``held`` of :class:`ClassPriorClassifier` fitted on ``part``."""
+    prior = ClassPriorClassifier(standardize=False).fit(part)
+    return weighted_score(prior.predict_log_proba(held), held.labels, held.weights, scoring)
+
+
+def refit(base, key: tuple, rounds, sets, search: CandidateSearch, classes):
+    """Candidate ``key`` (``(Group, l2)``) fitted on every training set, as it was scored.
+
+    From k-means, with :func:`refit_params`.
+    """
+    search.more(1)
+    est = refit_estimator(base, key, rounds)
+    # the layout and pooling-as-data of the coordinate-ascent fits (shapes only: the same fit);
+    # an embedded candidate is an EmbeddedDPPClassifier, trained by Adam epochs, which takes
+    # neither
+    fit_params = search.fit_params if est.fold_fits == "rounds" else {}
+    with statuses_recorded():  # said by the search, naming the candidate (warn_unclean_choice)
+        est.fit(sets, **fit_params)
+    search.done()
+    est.classes_ = classes
+    return est

@@ -1,0 +1,104 @@
+"""A suite of set tasks nobody here tuned for, every method on each, one table.
+
+Each task (:data:`TASKS`, :mod:`dpp.datasets.suite`) is cut into stratified outer folds; in
+every fold each method (:data:`METHODS`, a registry of factories) is fitted on the other folds
+with its default selection and scored on the held-out one
+(the methods are listed in :mod:`~dpp.experiment.suite.methods`).
+
+InfoLoss is left out (its fits cost 10-100x a standard prototype's and it needs a beta scale
+tuned per task). :func:`run_suite` runs it into a folder (``suite.json``, ``suite.csv``,
+``suite.md``, ``suite.png``), from ``python experiments/run.py experiment=suite`` or
+``scripts/suite.py``.
+
+The package's modules: :mod:`~dpp.experiment.suite.tasks` (the tasks, their draws and outer
+folds), :mod:`~dpp.experiment.suite.methods` (the methods by name, what each fit chose),
+:mod:`~dpp.experiment.suite.statistics` (paired differences, the default's rule, instance
+evidence), :mod:`~dpp.experiment.suite.report` (tables and figures) and
+:mod:`~dpp.experiment.suite.runner` (the run); their public names are imported here.
+"""
+
+from dpp.experiment.suite.methods import (
+    BASELINES,
+    EMBEDDED_K,
+    EMBEDDING,
+    L2S,
+    METHODS,
+    NETWORK_GRID,
+    QUICK_METHODS,
+    VIEWS,
+    HeldOutChoice,
+    SelectedNetwork,
+    make_method,
+    rescored,
+    selection_record,
+)
+from dpp.experiment.suite.report import (
+    MAX_DRAWN,
+    compare_table,
+    decision_table,
+    evidence_figure,
+    instance_table,
+    peer_table,
+    selection_note,
+    suite_figure,
+    summary_table,
+)
+from dpp.experiment.suite.runner import check_suite, run_suite, run_task
+from dpp.experiment.suite.statistics import (
+    ALPHA,
+    decide,
+    example_evidence,
+    instance_metrics,
+    paired_differences,
+)
+from dpp.experiment.suite.tasks import (
+    CORE_TASKS,
+    DRAW_STRIDE,
+    QUICK_TASKS,
+    TASKS,
+    cut_training,
+    membership_rows,
+    outer_folds,
+    unit_of,
+)
+
+__all__ = [
+    "ALPHA",
+    "BASELINES",
+    "CORE_TASKS",
+    "DRAW_STRIDE",
+    "EMBEDDED_K",
+    "EMBEDDING",
+    "L2S",
+    "MAX_DRAWN",
+    "METHODS",
+    "NETWORK_GRID",
+    "QUICK_METHODS",
+    "QUICK_TASKS",
+    "TASKS",
+    "VIEWS",
+    "HeldOutChoice",
+    "SelectedNetwork",
+    "check_suite",
+    "compare_table",
+    "cut_training",
+    "decide",
+    "decision_table",
+    "evidence_figure",
+    "example_evidence",
+    "instance_metrics",
+    "instance_table",
+    "make_method",
+    "membership_rows",
+    "outer_folds",
+    "paired_differences",
+    "peer_table",
+    "rescored",
+    "run_suite",
+    "run_task",
+    "selection_note",
+    "selection_record",
+    "suite_figure",
+    "summary_table",
+    "unit_of",
+]
