@@ -1,4 +1,4 @@
-"""Every method on every task of the suite (dpp/experiment/suite.py), or a paired comparison.
+"""Every method on every task of the suite (dpp/experiment/suite/), or a paired comparison.
 
 Writes suite.json, .csv, .md, .png (and evidence.png with digit-bag tasks).
 

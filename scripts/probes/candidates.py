@@ -3,7 +3,7 @@
     python scripts/bench.py --probe candidates                          # mean+max+gem, every task
     python scripts/bench.py --probe candidates --embedded --tasks digits_patches witness_d10_r10
 
-The suite's tasks and outer folds (dpp/experiment/suite.py, seed 0): ``DPPClassifierCV`` over
+The suite's tasks and outer folds (dpp/experiment/suite/, seed 0): ``DPPClassifierCV`` over
 ``DPPClassifier(n_prototypes=K)`` with the suite's ``l2`` grid and 3 inner folds, and these
 pooling candidates (``--pooling``, default mean max gem), plus, with ``--embedded``, DPP on a
 learned embedding (256-128-64, its own K = 16 is not used here: the task's K) with each pooling

@@ -3,7 +3,7 @@
     python scripts/bench.py --probe defaults            # about 6 min on 2 cores
     python scripts/bench.py --probe defaults --quick    # two tasks, three folds
 
-Every task of the suite (dpp/experiment/suite.py) and the generated multiple-instance problem of
+Every task of the suite (dpp/experiment/suite/) and the generated multiple-instance problem of
 issue 36
 (200 bags of 5-30 vectors in 20-D, a bag positive iff it holds a witness), 5 stratified outer
 folds each: ``DPPClassifier(n_prototypes=K, random_state=fold)`` with the candidate defaults

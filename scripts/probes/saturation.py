@@ -2,7 +2,7 @@
 
     python scripts/bench.py --probe saturation        # about 1.5 min on 2 cores
 
-For each witness task of dpp/experiment/suite.py, 5 stratified folds: DPP at two fixed l2 values,
+For each witness task of dpp/experiment/suite/, 5 stratified folds: DPP at two fixed l2 values,
 with
 early stopping (validation_fraction=0.2), after one round, with a log-normal prior on beta, and
 the standard prototype (DPP's k-means start with hard codes). Prints accuracy, test
