@@ -58,8 +58,8 @@ MUTATIONS = (
         "cv_pooling_as_mean",
         "DPPClassifierCV scores every pooling candidate with mean pooling",
         "estimators/search.py",
-        "est = candidate(self.base, group, warm_start=not self.by_round)",
-        "est = candidate(self.base, group, warm_start=not self.by_round)\n"
+        "est = candidate(self.base, group, **starts)",
+        "est = candidate(self.base, group, **starts)\n"
         "            if group.pooling is not None:\n"
         "                est.set_params(pooling='mean')",
         ("tests/test_pooling.py::test_every_pooling_and_k_candidates_fold_score_is_its_fit_alone",),

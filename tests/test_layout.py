@@ -80,10 +80,7 @@ def test_the_prototype_estimators_share_one_parameter_block():
     import dpp
     from dpp.estimators.base import SHARED_PARAMETERS
 
-    classes = (
-        dpp.DPPClassifier, dpp.StandardPrototypeClassifier, dpp.InfoLossClassifier,
-        dpp.ClassPriorClassifier,
-    )  # fmt: skip
+    classes = (dpp.DPPClassifier, dpp.StandardPrototypeClassifier, dpp.InfoLossClassifier)
     for cls in classes:
         parameters = inspect.signature(cls.__init__).parameters
         shared = {n: p.default for n, p in parameters.items() if n in SHARED_PARAMETERS}
@@ -97,6 +94,11 @@ def test_the_prototype_estimators_share_one_parameter_block():
         assert clone(est).get_params() == est.get_params()
         with pytest.raises(TypeError, match="unexpected keyword argument 'standardise'"):
             cls(standardise=False)
+    # issue 55: the class prior, a closed form, takes only what every prototype method is
+    # tuned by, and none of the shared parameters it never read
+    assert dpp.ClassPriorClassifier().get_params() == {"n_prototypes": 1, "l2": 0.0}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'standardize'"):
+        dpp.ClassPriorClassifier(standardize=False)
 
 
 def test_no_module_imports_in_a_circle():

@@ -194,6 +194,28 @@ def test_a_dpp_0_1_file_of_dpp_classifier_on_an_embedding_loads_as_the_embedded_
         dpp.DPPClassifier(embedding=(8,))
 
 
+def test_a_class_prior_file_written_with_the_shared_parameters_loads_and_predicts_as_before(
+    tmp_path,
+):
+    """Issue 55: ``ClassPriorClassifier`` takes only ``n_prototypes`` and ``l2``. Its files
+    written while it took the shared parameters (``tests/data/legacy/make_class_prior.py`` at
+    commit e295349: standardised, 3 PCA components, ``random_state=7``) load, dropping them,
+    with their preprocessing arrays, and predict what they predicted, to the bit; a name that
+    was never a parameter is still refused."""
+    expected = np.load(LEGACY / "class_prior_expected.npz")
+    X_test = np.split(expected["vectors"], np.cumsum(expected["lengths"])[:-1])
+    header, arrays = model_file.read(LEGACY / "class_prior.npz")
+    assert header["params"]["pca_components"] == 3 and "preprocess_matrix" in arrays
+    loaded = dpp.load(LEGACY / "class_prior.npz")
+    assert loaded.get_params() == {"n_prototypes": 2, "l2": 0.0}
+    np.testing.assert_array_equal(loaded.classes_, expected["classes"])
+    np.testing.assert_array_equal(loaded.predict_proba(X_test), expected["proba"])
+    header["params"]["bogus"] = 1
+    model_file.write(tmp_path / "bogus.npz", header, arrays)
+    with pytest.raises(ModelFileError, match="params.bogus"):
+        dpp.load(tmp_path / "bogus.npz")
+
+
 def test_a_text_file_is_named_as_one(tmp_path):
     """Issue 36: a CSV given as a model file was said to hold 'pickled Python objects'."""
     path = tmp_path / "sets.csv"

@@ -180,43 +180,43 @@ class InfoLossClassifier(PrototypeClassifier):
 class ClassPriorClassifier(PrototypeClassifier):
     """The class-prior baseline: every set gets the weighted training proportions of the classes.
 
-    Tells how much of a score the encoding actually earns. ``n_prototypes`` is 1 and ``l2`` is
-    unused; the one prototype is the mean training vector.
+    Tells how much of a score the encoding actually earns: scikit-learn's
+    ``DummyClassifier(strategy="prior")`` for sets, with soft labels and set weights. A closed
+    form: nothing is preprocessed, drawn or iterated, so it takes none of the prototype
+    estimators' shared parameters (``standardize``, ``init``, ``random_state``, ...).
+
+    Args:
+        n_prototypes: rows of its prototypes and ``Theta`` (the mean training vector, repeated;
+            the predictions do not depend on it). With ``l2``, what
+            :class:`~dpp.DPPClassifierCV` and the experiments set on every prototype method.
+        l2: accepted and unused (the prior has no weights to shrink).
     """
 
     method = "class_prior"
     uses_centres = False
+    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+        "n_prototypes": check.Int(1),
+        "l2": check.Real(low=0),
+    }
 
-    def __init__(
-        self,
-        n_prototypes: int = 1,
-        l2: float = 0.0,
-        *,
-        standardize: bool = True,
-        pca_components: int | None = None,
-        preprocess=None,
-        init="k-means",
-        warm_start: bool = False,
-        optimizer: str = solver_options.DEFAULT_OPTIMIZER,
-        optimizer_options: dict | None = None,
-        kmeans_n_init: int = KMEANS_N_INIT,
-        kmeans_max_iter: int = KMEANS_MAX_ITER,
-        random_state: int | None = 0,
-        verbose: bool = False,
-    ):
+    def __init__(self, n_prototypes: int = 1, l2: float = 0.0):
         self.n_prototypes = n_prototypes
         self.l2 = l2
-        self.standardize = standardize
-        self.pca_components = pca_components
-        self.preprocess = preprocess
-        self.init = init
-        self.warm_start = warm_start
-        self.optimizer = optimizer
-        self.optimizer_options = optimizer_options
-        self.kmeans_n_init = kmeans_n_init
-        self.kmeans_max_iter = kmeans_max_iter
-        self.random_state = random_state
-        self.verbose = verbose
+
+    def check_params(self) -> None:
+        """Checks ``n_prototypes`` and ``l2``.
+
+        Raises:
+            ValueError: naming the parameter, the rule and the value.
+        """
+        check.check_table(self, self._parameter_constraints)
+
+    def _fit_preprocess(self, sets: RaggedSets) -> None:
+        del sets  # the prior does not depend on the vectors: nothing to preprocess
+        return None
+
+    def _seed(self) -> int:
+        return 0  # nothing is drawn
 
     def _fit_model(self, sets: RaggedSets, seed: int) -> FittedModel:
         del seed

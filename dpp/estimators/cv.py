@@ -248,7 +248,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         base, candidates, by_round = self._checked()
         self.__dict__.pop("members_", None)  # an earlier fit's ensemble
         sets, classes = labelled_sets(X, y, sample_weight)
-        seed = resolve_seed(base.random_state)  # the folds' (None: fresh, as the fits')
+        # the folds' seed: the estimator's (None: fresh, as its fits'; the class prior has none)
+        seed = resolve_seed(base.get_params(deep=False).get("random_state", 0))
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         search = CandidateSearch(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         # the grid's fits and the refits are known now: the bar's total grows only by the

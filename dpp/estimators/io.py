@@ -18,6 +18,7 @@ import numpy as np
 from dpp import model_file
 from dpp.errors import ModelFileError
 from dpp.estimators import ensemble
+from dpp.estimators.base import SHARED_PARAMETERS
 from dpp.estimators.baselines import (
     ClassPriorClassifier,
     InfoLossClassifier,
@@ -77,10 +78,19 @@ def upgraded_header(path: Path, header: dict) -> dict:
     ``optimizer_options``), the same network
     arrays and the same predictions. Every other header is returned as it is.
 
+    ``ClassPriorClassifier`` took the prototype estimators' shared parameters until it was
+    given only its own (``n_prototypes``, ``l2``); none of them changed its predictions, so its
+    earlier files drop them.
+
     Raises:
         ModelFileError: such a header whose parameters ``DPPClassifier`` 0.1 did not take.
     """
     params = header.get("params")
+    if header.get("estimator") == ClassPriorClassifier.__name__ and isinstance(params, dict):
+        own = ClassPriorClassifier().get_params(deep=False)
+        dropped = set(params) - set(own)
+        if dropped <= set(SHARED_PARAMETERS):  # anything else is refused by name as before
+            return {**header, "params": {k: v for k, v in params.items() if k in own}}
     if (
         header.get("estimator") != DPPClassifier.__name__
         or not isinstance(params, dict)
@@ -240,7 +250,7 @@ def _build(path: Path, header: dict, arrays: dict):
     cls, estimator = _check_header(path, header)
     _check_names(path, header, arrays, estimator)
     preprocess, dim = _preprocess(path, header, arrays, estimator)
-    if "param_init" in arrays:
+    if "param_init" in arrays and "init" in estimator.get_params(deep=False):
         estimator.set_params(init=arrays["param_init"])
     elif getattr(estimator, "init", None) not in ("k-means", None):
         raise bad(path, "params.init", f"must be 'k-means' here, got {estimator.init!r}")

@@ -199,7 +199,10 @@ class CandidateSearch:
         part, held = self.parts[f]
         est = self.last.get((f, group)) if warm and not self.by_round else None
         if est is None:
-            est = candidate(self.base, group, warm_start=not self.by_round)
+            # each fold's path warm-starts (not the class prior's: it has no start)
+            takes = "warm_start" in self.base.get_params()
+            starts = {"warm_start": not self.by_round} if takes else {}
+            est = candidate(self.base, group, **starts)
             if self.by_round:  # every candidate starts from the fold's k-means centres
                 est.set_params(init=self._centres(f, est))
         fits = []
@@ -429,7 +432,7 @@ def scores_by_round(estimator: DPPClassifier) -> np.ndarray:
 
 def prior_score(part: RaggedSets, held: RaggedSets, scoring: str) -> float:
     """The validation score on ``held`` of :class:`ClassPriorClassifier` fitted on ``part``."""
-    prior = ClassPriorClassifier(standardize=False).fit(part)
+    prior = ClassPriorClassifier().fit(part)
     return weighted_score(prior.predict_log_proba(held), held.labels, held.weights, scoring)
 
 

@@ -24,7 +24,7 @@ from dpp.errors import ConfigError, NonFiniteResultError
 from dpp.estimators import DPPClassifierCV, PrototypeClassifier, StandardPrototypeClassifier
 from dpp.experiment.settings import TrialSettings
 from dpp.experiment.splits import block_ids, split_indices
-from dpp.init import kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.metrics import evaluate
 from dpp.model import FittedModel
 from dpp.selection import holdout_split
@@ -49,17 +49,14 @@ class Trial(NamedTuple):
 def _kmeans_cache(train: RaggedSets, seed: int, estimator: PrototypeClassifier):
     """``centres(K) -> (centres, seconds)``: k-means once per distinct ``K`` in a trial."""
     cache: dict[int, tuple[np.ndarray, float]] = {}
+    params = estimator.get_params(deep=False)  # the class prior's have no k-means settings
+    n_init = params.get("kmeans_n_init", KMEANS_N_INIT)
+    max_iter = params.get("kmeans_max_iter", KMEANS_MAX_ITER)
 
     def centres(k: int) -> tuple[np.ndarray, float]:
         if k not in cache:
             t0 = time.perf_counter()
-            c = kmeans_centres(
-                np.asarray(train.vectors),
-                k,
-                seed,
-                estimator.kmeans_n_init,
-                estimator.kmeans_max_iter,
-            )
+            c = kmeans_centres(np.asarray(train.vectors), k, seed, n_init, max_iter)
             cache[k] = (c, time.perf_counter() - t0)
         return cache[k]
 
@@ -358,8 +355,10 @@ def _prepared(template, seed: int, units: Affine | None, anchored: bool):
     estimator fits the identical map from ``standardize`` and ``pca_components``, as it does
     for a Python user and inside each fold of a selection.
     """
-    estimator = clone(template).set_params(random_state=seed)
+    estimator = clone(template)
     params = estimator.get_params()
+    if "random_state" in params:  # not the class prior's: it draws nothing
+        estimator.set_params(random_state=seed)
     if (
         units is not None
         and "preprocess" in params
