@@ -182,7 +182,49 @@ def warn_unclean(estimator) -> None:
         warn_caller(f"{estimator.describe()}: fit {report.status}: {report.reason}")
 
 
-class PrototypeClassifier(SetClassifierMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
+class PreprocessedFit:
+    """What a fit that reads labelled sets and preprocesses them itself shares.
+
+    The prototype estimators, the networks and the pooled regressions: :meth:`prepare_sets`
+    checks the parameters and the inputs, fits the class's preprocessing
+    (``_fit_preprocess(sets)``, the fitted map or ``None``) and draws the fit's seed from
+    ``random_state`` (a class without one gives its own ``_seed``).
+    """
+
+    def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
+        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
+
+        What ``fit`` runs first, and what :class:`~dpp.DPPClassifierCV` asks of a fold's sets
+        for their k-means and the networks' trainer of its member. Sets ``classes_``,
+        ``n_features_in_`` and ``preprocess_``.
+
+        Args:
+            X: ``N`` sets: a list of ``[M_n, D]`` arrays or labelled :class:`~dpp.sets.RaggedSets`.
+            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled sets.
+            sample_weight: ``[N]`` per-set weights, or ``None``.
+
+        Returns:
+            The preprocessed sets (``D'`` features, float32) and the fit's integer seed.
+
+        Raises:
+            ValueError: a bad parameter or input, naming it.
+        """
+        self.check_params()
+        sets, self.classes_ = labelled_sets(X, y, sample_weight)
+        self.n_features_in_ = sets.dim
+        self.preprocess_ = self._fit_preprocess(sets)
+        return self._preprocessed(sets), self._seed()
+
+    def _seed(self) -> int:
+        return resolve_seed(self.random_state)
+
+    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
+        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
+
+
+class PrototypeClassifier(
+    SetClassifierMixin, PreprocessedFit, ClassifierMixin, TransformerMixin, BaseEstimator
+):
     """Shared machinery of the prototype classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_fit_model``. Fitted attributes:
@@ -264,29 +306,6 @@ class PrototypeClassifier(SetClassifierMixin, ClassifierMixin, TransformerMixin,
         self._warn_status()
         return self
 
-    def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
-        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
-
-        What ``fit`` runs first, and what :class:`~dpp.DPPClassifierCV` asks of a fold's sets
-        for their k-means. Sets ``classes_``, ``n_features_in_`` and ``preprocess_``.
-
-        Args:
-            X: ``N`` sets: a list of ``[M_n, D]`` arrays or labelled :class:`~dpp.sets.RaggedSets`.
-            y: ``[N]`` class labels or ``[N, C]`` soft labels; ``None`` for labelled sets.
-            sample_weight: ``[N]`` per-set weights, or ``None``.
-
-        Returns:
-            The preprocessed sets (``D'`` features, float32) and the fit's integer seed.
-
-        Raises:
-            ValueError: a bad parameter or input, naming it.
-        """
-        self.check_params()
-        sets, self.classes_ = labelled_sets(X, y, sample_weight)
-        self.n_features_in_ = sets.dim
-        self.preprocess_ = self._fit_preprocess(sets)
-        return self._preprocessed(sets), self._seed()
-
     def _warn_status(self) -> None:
         """A fit whose status is not clean raises a :class:`~dpp.errors.FitWarning`.
 
@@ -317,12 +336,6 @@ class PrototypeClassifier(SetClassifierMixin, ClassifierMixin, TransformerMixin,
         if self.preprocess is not None:
             return Affine.prefit(self.preprocess, sets.dim, self.standardize, self.pca_components)
         return Affine.fit(np.asarray(sets.vectors), self.standardize, self.pca_components)
-
-    def _seed(self) -> int:
-        return resolve_seed(self.random_state)
-
-    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
-        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
 
     def initial_centres(self, sets: RaggedSets, seed: int) -> np.ndarray:
         """``[K, D']`` float64 starting prototypes ``mu`` of preprocessed sets.

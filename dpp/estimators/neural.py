@@ -33,8 +33,8 @@ from dpp.estimators.adam import (
     restore_network,
     train_with_early_stopping,
 )
-from dpp.estimators.base import SetClassifierMixin, resolve_seed, warn_unclean
-from dpp.estimators.inputs import labelled_sets, per_set, prediction_sets
+from dpp.estimators.base import PreprocessedFit, SetClassifierMixin, warn_unclean
+from dpp.estimators.inputs import per_set, prediction_sets
 from dpp.estimators.saving import write_model_file
 from dpp.model import FitReport
 from dpp.networks import layers, readout, training
@@ -49,7 +49,9 @@ _TRAIN = training.TrainSettings()
 DENSE_POOLINGS = tuple(kind for kind, cls in POOLING_REGISTRY.items() if hasattr(cls, "dense"))
 
 
-class NeuralSetClassifier(AdamTrained, SetClassifierMixin, ClassifierMixin, BaseEstimator):
+class NeuralSetClassifier(
+    AdamTrained, SetClassifierMixin, PreprocessedFit, ClassifierMixin, BaseEstimator
+):
     """Shared machinery of the neural set classifiers (not used directly).
 
     Subclasses set :attr:`method` and implement ``_make`` (the initial network). Fitted
@@ -93,22 +95,6 @@ class NeuralSetClassifier(AdamTrained, SetClassifierMixin, ClassifierMixin, Base
         network, report, _ = train_with_early_stopping(*self.training_member(X, y, sample_weight))
         return self.finish_training(network, report)
 
-    def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
-        """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
-
-        As :meth:`dpp.estimators.base.PrototypeClassifier.prepare_sets`: ``N`` sets of
-        ``[M_n, D]`` vectors in, the preprocessed sets and the integer seed out.
-
-        Raises:
-            ValueError: a bad parameter or input, naming it.
-        """
-        self.check_params()
-        sets, self.classes_ = labelled_sets(X, y, sample_weight)
-        self.n_features_in_ = sets.dim
-        self.preprocess_ = self._fit_preprocess(sets)
-        seed = resolve_seed(self.random_state)
-        return self._preprocessed(sets), seed
-
     def _member(self, sets: RaggedSets, seed: int, weight_decay: float) -> Member:
         """The fit's :class:`Member` (what :func:`fit_together` batches)."""
         settings = self._train_settings(weight_decay)
@@ -148,9 +134,6 @@ class NeuralSetClassifier(AdamTrained, SetClassifierMixin, ClassifierMixin, Base
         if self.preprocess is not None:
             return Affine.prefit(self.preprocess, sets.dim)
         return Affine.fit(np.asarray(sets.vectors), self.standardize, None)
-
-    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
-        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
 
     def _make(self, sets: RaggedSets, key) -> eqx.Module:
         raise NotImplementedError

@@ -30,8 +30,8 @@ from dpp import params as check
 from dpp.baselines.pooling import DEFAULT_CS, POOLINGS, LogisticHead, pool_sets, pooled_shares
 from dpp.baselines.standard import hard_code_model
 from dpp.errors import warn_caller
-from dpp.estimators.base import SCORINGS, SetClassifierMixin, resolve_seed
-from dpp.estimators.inputs import labelled_sets, per_set, prediction_sets
+from dpp.estimators.base import SCORINGS, PreprocessedFit, SetClassifierMixin
+from dpp.estimators.inputs import per_set, prediction_sets
 from dpp.estimators.saving import check_shapes, write_model_file
 from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
 from dpp.metrics import weighted_score
@@ -43,7 +43,7 @@ from dpp.units import Affine, Normalizer
 logger = logging.getLogger(__name__)
 
 
-class PooledLogisticClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
+class PooledLogisticClassifier(SetClassifierMixin, PreprocessedFit, ClassifierMixin, BaseEstimator):
     """Shared machinery: features of each set, then :class:`LogisticHead` with ``C`` by CV.
 
     Subclasses set :attr:`method` and implement ``_fit_features`` and ``_features``. Fitted
@@ -96,13 +96,8 @@ class PooledLogisticClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimato
         Raises:
             ValueError: bad parameters or inputs (naming which).
         """
-        self.check_params()
         t0 = time.perf_counter()
-        sets, self.classes_ = labelled_sets(X, y, sample_weight)
-        self.n_features_in_ = sets.dim
-        seed = resolve_seed(self.random_state)
-        self.preprocess_ = self._fit_preprocess(sets)
-        sets = self._preprocessed(sets)
+        sets, seed = self.prepare_sets(X, y, sample_weight)
         self._fit_features(sets, seed)
         features = self._features(sets)
         labels = np.asarray(sets.labels, np.float64)
@@ -242,9 +237,6 @@ class PooledLogisticClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimato
         if self.preprocess is None:
             return None
         return Affine.prefit(self.preprocess, sets.dim)
-
-    def _preprocessed(self, sets: RaggedSets) -> RaggedSets:
-        return sets if self.preprocess_ is None else self.preprocess_.sets(sets)
 
     def _fit_features(self, sets: RaggedSets, seed: int) -> None:
         """Fits what the features need (k-means centres) on preprocessed sets; nothing here."""
