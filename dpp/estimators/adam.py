@@ -199,15 +199,9 @@ def train_with_early_stopping(
 ) -> tuple[eqx.Module, FitReport, np.ndarray]:
     """Trains a network with early stopping on held-out sets, then refits it on all the sets.
 
-    Args:
-        make: ``(sets, key) -> network``, the initial network (see :class:`Member`).
-        sets: preprocessed, labelled training sets.
-        settings: Adam and early stopping.
-        fraction: share of the sets held out (stratified); early stopping is skipped, and the
-            network trained for ``max_epochs``, when fewer than 10 sets would be held out.
-        seed: seed of the split, the start, the order of the sets and dropout.
-        method: the method's name, for the report.
-        verbose: a progress line after each of the two fits (:func:`dpp.solvers.progress.say`).
+    The arguments are the fields of a :class:`Member` (``make``, ``sets``, ``settings``,
+    ``fraction``, ``seed``, ``method``, ``verbose``), documented there: the fit
+    :func:`fit_together` runs batched with others.
 
     Returns:
         ``(network, report, history)``: the refitted network, the fit's
