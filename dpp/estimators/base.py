@@ -194,9 +194,9 @@ class PreprocessedFit:
     def prepare_sets(self, X, y, sample_weight) -> tuple[RaggedSets, int]:
         """Checks the parameters and inputs, fits the preprocessing: ``(sets, seed)``.
 
-        What ``fit`` runs first, and what :class:`~dpp.DPPClassifierCV` asks of a fold's sets
-        for their k-means and the networks' trainer of its member. Sets ``classes_``,
-        ``n_features_in_`` and ``preprocess_``.
+        What ``fit`` runs first; what :class:`~dpp.DPPClassifierCV` asks of a fold's sets for
+        their k-means, and what an Adam-trained estimator's ``training_member`` starts from.
+        Sets ``classes_``, ``n_features_in_`` and ``preprocess_``.
 
         Args:
             X: ``N`` sets: a list of ``[M_n, D]`` arrays or labelled :class:`~dpp.sets.RaggedSets`.
