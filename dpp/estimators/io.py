@@ -87,10 +87,9 @@ def upgraded_header(path: Path, header: dict) -> dict:
     """
     params = header.get("params")
     if header.get("estimator") == ClassPriorClassifier.__name__ and isinstance(params, dict):
-        own = ClassPriorClassifier().get_params(deep=False)
-        dropped = set(params) - set(own)
-        if dropped <= set(SHARED_PARAMETERS):  # anything else is refused by name as before
-            return {**header, "params": {k: v for k, v in params.items() if k in own}}
+        # only the shared parameters go: any other name is refused by name, as before
+        kept = {k: v for k, v in params.items() if k not in SHARED_PARAMETERS}
+        return {**header, "params": kept}
     if (
         header.get("estimator") != DPPClassifier.__name__
         or not isinstance(params, dict)
