@@ -298,12 +298,26 @@ def fewest_rounds(per_round: np.ndarray) -> int:
 
 
 def member_scores(scores: dict, member) -> dict:
-    """The scores of the candidates of one ensemble member (``None``: every candidate)."""
+    """The scores of the candidates of one ensemble member (``None``: every candidate).
+
+    Args:
+        scores: ``(group, l2) -> [folds]`` validation scores; a group's ``member()`` is its
+            ``(pooling, embedding)``.
+        member: a ``(pooling, embedding)`` pair, or ``None``.
+
+    Returns:
+        The entries of ``scores`` whose group belongs to ``member`` (all of them for ``None``).
+    """
     return {k: v for k, v in scores.items() if member is None or k[0].member() == member}
 
 
 def position_among(values: list[float], chosen: float) -> str:
-    """Where ``chosen`` lies among ``values`` (``l2``: larger is stronger)."""
+    """Where ``chosen`` lies among ``values`` (``l2``: larger is stronger).
+
+    Returns:
+        ``only value`` (one distinct value), ``strongest edge`` (the largest), ``weakest
+        edge`` (the smallest) or ``interior``: the positions of :class:`PathChoice`.
+    """
     if len(set(values)) == 1:
         return "only value"
     if chosen == max(values):
