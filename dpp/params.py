@@ -5,7 +5,7 @@ integer, got 0``; :mod:`dpp.experiment.config_check` prefixes the config path
 (``model.n_prototypes ...``).
 
 Every estimator declares its parameters' rules once, as a table ``{name: Rule}``
-(``_parameter_constraints``, in the spirit of scikit-learn's), and so does the optimizer's
+(``PARAMETER_RULES``, in the spirit of scikit-learn's), and so does the optimizer's
 options table (:data:`dpp.solvers.options.OPTION_RULES`). The tables are read by the estimators'
 ``check_params`` (so by ``fit``, by the config check before a run and by the model-file loader)
 and by the Hydra config store, which checks every default against them.

@@ -312,7 +312,7 @@ def test_the_config_comments_say_what_the_code_does():
                 assert claimed == actual, f"{path.name}: {key} = {value}, the code's {actual!r}"
                 checked += 1
         for key, options in re.findall(r"\b(\w+) \(([\w]+(?: \| [\w]+)+)\)", comment):
-            rule = cls._parameter_constraints.get(key)
+            rule = cls.PARAMETER_RULES.get(key)
             if isinstance(rule, check.Choice):
                 assert set(options.split(" | ")) == set(rule.options), (path.name, key)
                 checked += 1

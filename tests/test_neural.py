@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 import dpp
@@ -197,9 +198,14 @@ def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     assert type(candidate(base, Group(5, "max"))) is dpp.DPPClassifier
     # another optimizer's options are not the embedded fit's (L-BFGS's max_iter is not Adam's)
     lbfgs = dpp.DPPClassifier(optimizer_options={"max_iter": 5})
-    assert candidate(lbfgs, Group(5, "max", (8,)))._theta_options is None
+    assert candidate(lbfgs, Group(5, "max", (8,))).theta_options is None
     adam = dpp.DPPClassifier(optimizer="adam", optimizer_options={"learning_rate": 1e-3})
-    assert candidate(adam, Group(5, "max", (8,))).learning_rate == 1e-3
+    taken = candidate(adam, Group(5, "max", (8,)))
+    assert taken.learning_rate == 1e-3
+    # the start's Theta-step options are a parameter, so a clone keeps them
+    assert clone(taken).theta_options == {"learning_rate": 1e-3}
+    with pytest.raises(ValueError, match="max_iter"):
+        dpp.EmbeddedDPPClassifier(theta_options={"max_iter": 5}).check_params()
     search = dpp.DPPClassifierCV(dpp.EmbeddedDPPClassifier(embedding=(8,)), pooling=["mean"])
     _, groups, by_round = search._checked()
     assert groups == [Group(16, "mean", (8,))] and not by_round  # its own K (16 by default)

@@ -37,7 +37,7 @@ def _bad_value(rule):
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_every_rule_names_a_parameter_and_refuses_a_bad_value(cls):
     params = set(inspect.signature(cls.__init__).parameters) - {"self"}
-    table = cls._parameter_constraints
+    table = cls.PARAMETER_RULES
     assert set(table) <= params, sorted(set(table) - params)  # no rule for a parameter gone
     for name, rule in table.items():
         estimator = cls().set_params(**{name: _bad_value(rule)})

@@ -460,7 +460,7 @@ class AdamTrained:
         Raises:
             ValueError: naming the parameter, the rule and the value.
         """
-        check.check_table(self, self._parameter_constraints)
+        check.check_table(self, self.PARAMETER_RULES)
 
     def training_member(self, X, y=None, sample_weight=None, weight_decay=None) -> Member:
         """Checks the parameters and inputs, fits the preprocessing: the fit's :class:`Member`.

@@ -254,7 +254,7 @@ class PrototypeClassifier(
     #: The rules of the parameters, one entry per constructor parameter that has one (read by
     #: :meth:`check_params`, so by ``fit``, the config check and the model-file loader, and by
     #: the Hydra config store, which checks the defaults). Subclasses extend it.
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
         "n_prototypes": check.Int(1),
         "l2": check.Real(low=0),
         "standardize": check.Bool(),
@@ -272,7 +272,7 @@ class PrototypeClassifier(
         Raises:
             ValueError: naming the parameter, the rule and the value.
         """
-        check.check_table(self, self._parameter_constraints)
+        check.check_table(self, self.PARAMETER_RULES)
         solver_options.theta_solver(self.optimizer, self.optimizer_options)
         solver_options.prototype_solver(self.optimizer, self.optimizer_options)
 
@@ -499,7 +499,7 @@ class PrototypeClassifier(
 
     #: Arrays of this estimator's model file besides the shared ones (preprocessing and
     #: ``param_init``): ``(required, optional)`` names.
-    _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
+    FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
         frozenset({"mu", "theta", "history", "normalizer_scale"}),
         frozenset({"log_beta", "normalizer_shift"})
         | {f"pool_{name}" for cls in POOLING_REGISTRY.values() for name in cls.parameters},
@@ -507,7 +507,7 @@ class PrototypeClassifier(
 
     def file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """``(required, optional, prefix)`` names of this estimator's own model-file arrays."""
-        return (*self._FILE_ARRAYS, None)
+        return (*self.FILE_ARRAYS, None)
 
     def restore_arrays(self, path: Path, header: dict, arrays: dict, dim: int) -> None:
         """Sets the fitted model from a model file's arrays (:func:`dpp.load`), checked first.

@@ -155,8 +155,8 @@ class InfoLossClassifier(PrototypeClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **PrototypeClassifier._parameter_constraints,
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **PrototypeClassifier.PARAMETER_RULES,
         "beta_scale": check.Real(low=0, low_open=True),
         "gamma_scale": check.Real(low=0),
         "max_rounds": check.Int(0),
@@ -194,7 +194,7 @@ class ClassPriorClassifier(PrototypeClassifier):
 
     method = "class_prior"
     uses_centres = False
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
         "n_prototypes": check.Int(1),
         "l2": check.Real(low=0),
     }
@@ -209,7 +209,7 @@ class ClassPriorClassifier(PrototypeClassifier):
         Raises:
             ValueError: naming the parameter, the rule and the value.
         """
-        check.check_table(self, self._parameter_constraints)
+        check.check_table(self, self.PARAMETER_RULES)
 
     def _fit_preprocess(self, sets: RaggedSets) -> None:
         del sets  # the prior does not depend on the vectors: nothing to preprocess

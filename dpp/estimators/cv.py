@@ -183,7 +183,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
       ``best_estimator_``.
     """
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
         "scoring": check.Choice(SCORINGS),
         "max_extensions": check.Int(0),
         "select_rounds": check.Bool(),
@@ -430,7 +430,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             raise ValueError(
                 f"n_jobs must be None or an int other than 0 (-1: every core), got {self.n_jobs!r}"
             )
-        check.check_table(self, self._parameter_constraints)
+        check.check_table(self, self.PARAMETER_RULES)
 
     def _checked(self) -> tuple[PrototypeClassifier, list[Group], bool]:
         """``(estimator to tune, candidate groups, whether rounds are chosen)``, checked.

@@ -170,8 +170,8 @@ class DPPClassifier(PrototypeClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **PrototypeClassifier._parameter_constraints,
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **PrototypeClassifier.PARAMETER_RULES,
         "devices": check.Literal("all", check.Int(1)),
         **FitSettings.RULES,
         **FIT_RULES,

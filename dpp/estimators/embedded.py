@@ -117,6 +117,10 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         verbose: a progress line after the early-stopping fit and after the refit (best epoch,
             held-out log-likelihood, status, seconds), to stderr where logging is not
             configured.
+        theta_options: options of the start's Theta-step (optax L-BFGS; the keys of
+            :func:`dpp.solvers.options.optimizer_options` for ``"adam"``, e.g.
+            ``theta_max_iter``); ``None``: their defaults. :meth:`like` takes them over from a
+            prototype estimator fitted by ``optimizer="adam"``.
 
     Fitted attributes are :class:`~dpp.estimators.base.PrototypeClassifier`'s: ``model_`` (an
     :class:`~dpp.networks.readout.EmbeddedFit` holding the network), ``prototypes_``
@@ -133,7 +137,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     uses_centres: ClassVar[bool] = False  # its k-means runs in the embedding space
     #: Parameters added after model files of this class were first written, with the value
     #: that reproduces those files' fits (:func:`dpp.load` reads a file without them so).
-    ADDED_PARAMS: ClassVar[dict] = {"normalize": False}
+    ADDED_PARAMS: ClassVar[dict] = {"normalize": False, "theta_options": None}
 
     def __init__(
         self,
@@ -158,6 +162,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         kmeans_max_iter: int = KMEANS_MAX_ITER,
         random_state: int | None = 0,
         verbose: bool = False,
+        theta_options: dict | None = None,
     ):
         self.n_prototypes = n_prototypes
         self.l2 = l2
@@ -179,9 +184,10 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         self.kmeans_max_iter = kmeans_max_iter
         self.random_state = random_state
         self.verbose = verbose
+        self.theta_options = theta_options
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **{k: v for k, v in PrototypeClassifier._parameter_constraints.items()
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **{k: v for k, v in PrototypeClassifier.PARAMETER_RULES.items()
            if k != "warm_start"},
         **AdamTrained.TRAIN_RULES,
         "weight_decay": check.Reals(low=0),
@@ -190,9 +196,14 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         "normalize": check.Bool(),
     }  # fmt: skip
 
-    #: ``optimizer_options`` of the start's Theta-step (L-BFGS, :mod:`dpp.solvers.options`);
-    #: ``None``: its defaults. What :meth:`like` takes over from an Adam-trained estimator.
-    _theta_options: dict | None = None
+    def check_params(self) -> None:
+        """Checks every parameter by the class's table, and ``theta_options``.
+
+        Raises:
+            ValueError: naming the parameter, the rule and the value, or the unknown option.
+        """
+        super().check_params()
+        solver_options.theta_solver("adam", self.theta_options)
 
     @classmethod
     def like(cls, estimator, **params) -> EmbeddedDPPClassifier:
@@ -221,10 +232,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         adam = getattr(estimator, "optimizer", None) == "adam"  # another's options are not ours
         if adam:
             shared.update({k: options[k] for k in ("learning_rate", "batch_size") if k in options})
-        out = cls(**{**shared, **params})
         if adam and options:
-            out._theta_options = options
-        return out
+            shared["theta_options"] = options
+        return cls(**{**shared, **params})
 
     def _network(self, dim, num_classes, key, vectors=None, weight=1.0, seed=0):
         """The initial network: k-means of the embedded ``vectors`` (zeros without them).
@@ -296,7 +306,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
 
     def _member(self, sets: RaggedSets, seed: int, weight_decay: float) -> Member:
         """The fit as a :class:`~dpp.estimators.adam.Member` (what ``fit_together`` batches)."""
-        solver = solver_options.theta_solver("adam", self._theta_options)
+        solver = solver_options.theta_solver("adam", self.theta_options)
 
         def make(part: RaggedSets, key):
             vectors = np.asarray(part.vectors, np.float32)

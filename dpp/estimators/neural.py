@@ -69,7 +69,7 @@ class NeuralSetClassifier(
     #: moves from its random start on them (Table 1: chance accuracy, best epoch 0).
     own_units: ClassVar[bool] = True
     #: The rules of the shared parameters; subclasses extend them.
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
         **AdamTrained.TRAIN_RULES,
         "standardize": check.Bool(),
         "random_state": check.Optional(check.Int(0)),
@@ -304,8 +304,8 @@ class AttentionMILClassifier(NeuralSetClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **NeuralSetClassifier._parameter_constraints,
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **NeuralSetClassifier.PARAMETER_RULES,
         "gated": check.Bool(),
         "attention_size": check.Int(1),
     }
@@ -388,8 +388,8 @@ class DeepSetsClassifier(NeuralSetClassifier):
         self.random_state = random_state
         self.verbose = verbose
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **NeuralSetClassifier._parameter_constraints,
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **NeuralSetClassifier.PARAMETER_RULES,
         "pooling": check.Choice(DENSE_POOLINGS),
     }
 

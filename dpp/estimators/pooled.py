@@ -58,7 +58,7 @@ class PooledLogisticClassifier(SetClassifierMixin, PreprocessedFit, ClassifierMi
     method: ClassVar[str] = ""
     uses_centres: ClassVar[bool] = False
     #: The rules of the parameters (besides ``Cs``, a list); subclasses extend it.
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
         "scoring": check.Choice(SCORINGS),
         "max_extensions": check.Int(0),
         "max_iter": check.Int(1),
@@ -76,7 +76,7 @@ class PooledLogisticClassifier(SetClassifierMixin, PreprocessedFit, ClassifierMi
             raise ValueError(f"Cs must be a non-empty list of values > 0, got {self.Cs!r}")
         for i, c in enumerate(cs):
             check.number(f"Cs[{i}]", c, low=0, low_open=True)
-        check.check_table(self, self._parameter_constraints)
+        check.check_table(self, self.PARAMETER_RULES)
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Chooses ``C`` by cross-validation on the training sets, then fits on all of them.
@@ -166,14 +166,14 @@ class PooledLogisticClassifier(SetClassifierMixin, PreprocessedFit, ClassifierMi
         return self
 
     #: Arrays of this estimator's model file besides the shared ones: ``(required, optional)``.
-    _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
+    FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
         frozenset({"scaler_mean", "scaler_scale", "coef", "intercept"}),
         frozenset(),
     )
 
     def file_arrays(self) -> tuple[frozenset, frozenset, str | None]:
         """``(required, optional, prefix)`` names of this estimator's own model-file arrays."""
-        return (*self._FILE_ARRAYS, None)
+        return (*self.FILE_ARRAYS, None)
 
     def save(self, path) -> Path:
         """Writes the fitted estimator to one ``.npz`` model file (:mod:`dpp.model_file`).
@@ -350,8 +350,8 @@ class PoolingClassifier(PooledLogisticClassifier):
         self.random_state = random_state
         self.preprocess = preprocess
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **PooledLogisticClassifier._parameter_constraints,
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **PooledLogisticClassifier.PARAMETER_RULES,
         "pooling": check.Choice(POOLINGS),
     }
 
@@ -422,8 +422,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         self.max_iter = max_iter
         self.random_state = random_state
 
-    _parameter_constraints: ClassVar[dict[str, check.Rule]] = {
-        **PooledLogisticClassifier._parameter_constraints,
+    PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
+        **PooledLogisticClassifier.PARAMETER_RULES,
         "n_prototypes": check.Int(1),
         "standardize": check.Bool(),
         "kmeans_n_init": check.Int(1),
@@ -458,8 +458,8 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
     def _feature_shares(self, sets: RaggedSets) -> np.ndarray:
         return self.encoder_.membership_shares(sets)
 
-    _FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
-        PooledLogisticClassifier._FILE_ARRAYS[0] | {"mu", "normalizer_scale"},
+    FILE_ARRAYS: ClassVar[tuple[frozenset, frozenset]] = (
+        PooledLogisticClassifier.FILE_ARRAYS[0] | {"mu", "normalizer_scale"},
         frozenset({"normalizer_shift"}),
     )
 

@@ -74,7 +74,7 @@ def by_rule(cfg: DictConfig, key: str, rule: params.Rule):
 
 
 #: The estimators' table, whose rules the run-wide keys they feed share.
-_RULES = DPPClassifier._parameter_constraints
+_RULES = DPPClassifier.PARAMETER_RULES
 #: The selection rules a trial can record (one model per method: no ensemble).
 EXPERIMENT_RULES = tuple(r for r in RULES if r != "ensemble")
 

@@ -49,7 +49,7 @@ def kmeans_node() -> dict:
 def check_defaults() -> None:
     """Checks every estimator's defaults and every optimizer's options against their rules.
 
-    The same tables ``check_params`` reads (``_parameter_constraints``,
+    The same tables ``check_params`` reads (``PARAMETER_RULES``,
     :data:`dpp.solvers.options.OPTION_RULES`), so a default can never break its own rule.
 
     Raises:
@@ -57,7 +57,7 @@ def check_defaults() -> None:
     """
     for cls in ESTIMATORS.values():
         try:
-            check_table(estimator_defaults(cls), cls._parameter_constraints)
+            check_table(estimator_defaults(cls), cls.PARAMETER_RULES)
         except ValueError as err:
             raise ValueError(f"{cls.__name__} default: {err}") from None
     for name in OPTIMIZERS:
