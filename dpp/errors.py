@@ -62,7 +62,7 @@ def warn_caller(message: str, category: type[Warning] = None) -> None:
         message: the warning's text.
         category: the warning class (default :class:`FitWarning`).
     """
-    location = getattr(_ATTRIBUTED, "location", None)
+    location = getattr(_THREAD, "location", None)
     if location is not None:  # a worker thread of a call made at ``location``
         filename, lineno, module_globals = location
         warnings.warn_explicit(
@@ -81,7 +81,10 @@ def warn_caller(message: str, category: type[Warning] = None) -> None:
     warnings.warn(message, category or FitWarning, stacklevel=level)
 
 
-_ATTRIBUTED = threading.local()
+#: This thread's ``location`` (:func:`warnings_attributed_to`) and ``recording``
+#: (:func:`statuses_recorded`).
+_THREAD = threading.local()
+_THREAD_DEFAULTS = {"location": None, "recording": False}
 
 
 def caller_location() -> tuple[str, int, dict] | None:
@@ -93,24 +96,25 @@ def caller_location() -> tuple[str, int, dict] | None:
 
 
 @contextlib.contextmanager
+def _in_this_thread(name: str, value):
+    """Sets this thread's ``name`` (``location`` or ``recording``) to ``value`` within."""
+    previous = getattr(_THREAD, name, _THREAD_DEFAULTS[name])
+    setattr(_THREAD, name, value)
+    try:
+        yield
+    finally:
+        setattr(_THREAD, name, previous)
+
+
 def warnings_attributed_to(location: tuple[str, int, dict] | None):
     """In this thread, :func:`warn_caller` names ``location`` (a worker's caller's line).
 
     A worker thread's stack holds no line of the user's; the thread that started the work
     takes :func:`caller_location` and each worker runs inside this context.
     """
-    previous = getattr(_ATTRIBUTED, "location", None)
-    _ATTRIBUTED.location = location
-    try:
-        yield
-    finally:
-        _ATTRIBUTED.location = previous
+    return _in_this_thread("location", location)
 
 
-_RECORDED = threading.local()
-
-
-@contextlib.contextmanager
 def statuses_recorded():
     """In this thread, a fit that does not end clean issues no :class:`FitWarning`.
 
@@ -118,17 +122,12 @@ def statuses_recorded():
     returns (:class:`dpp.DPPClassifierCV`: a candidate's fold fits are rows of
     ``cv_results_``, the chosen candidate's and the refit's statuses its own warnings). Nests.
     """
-    previous = getattr(_RECORDED, "on", False)
-    _RECORDED.on = True
-    try:
-        yield
-    finally:
-        _RECORDED.on = previous
+    return _in_this_thread("recording", True)
 
 
 def recording_statuses() -> bool:
     """Whether this thread runs inside :func:`statuses_recorded`."""
-    return getattr(_RECORDED, "on", False)
+    return getattr(_THREAD, "recording", False)
 
 
 class RunInterrupted(BaseException):

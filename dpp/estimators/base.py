@@ -424,16 +424,8 @@ class PrototypeClassifier(
         scores are float64). A vector with a large score in column ``c`` is evidence for class
         ``classes_[c]``; only differences between columns matter to the probabilities.
 
-        Args:
-            X: ``N`` sets (as :meth:`fit` takes them).
-
-        Returns:
-            ``N`` float64 arrays ``[M_n, C]``, rows in the order of each set's vectors, columns
-            in ``classes_``.
-
-        Raises:
-            sklearn.exceptions.NotFittedError: before ``fit``.
-            ValueError: sets that :func:`prediction_sets` refuses (empty, NaN, wrong ``D``).
+        Its argument, its result (``N`` float64 arrays ``[M_n, C]``, rows in the order of each
+        set's vectors, columns in ``classes_``) and its errors are :meth:`instance_proba`'s.
         """
         sets = self._prediction_sets(X)
         return per_set(self.model_.instance_scores(sets), sets)

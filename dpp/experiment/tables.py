@@ -75,11 +75,7 @@ def _spread_caption(results: dict, caption: str) -> str:
 def table1(results: dict) -> str:
     """Table 1 (MPEG-7): accuracy of this run beside the paper's, and DPP - standard per trial.
 
-    Args:
-        results: the content of ``results.json``.
-
-    Returns:
-        Markdown text for ``table1.md``.
+    ``results``: the content of ``results.json``; returns the Markdown of ``table1.md``.
     """
     summary = results["summary"]
     lines = [
@@ -139,11 +135,7 @@ PAPER_TABLE2 = {
 def table2(results: dict) -> str:
     """Table 2 (hyperspectral): accuracy ± two standard errors beside the paper's SPECTRAL values.
 
-    Args:
-        results: the content of ``results.json``.
-
-    Returns:
-        Markdown text for ``table2.md``.
+    ``results``: the content of ``results.json``; returns the Markdown of ``table2.md``.
     """
     summary = results["summary"]
     lines = [
@@ -267,11 +259,7 @@ _ADULT_LABELS = {
 def adult(results: dict) -> str:
     """The ADULT soft-label results: KL in bits and argmax accuracy beside the paper's values.
 
-    Args:
-        results: the content of ``results.json``.
-
-    Returns:
-        Markdown text for ``adult.md``.
+    ``results``: the content of ``results.json``; returns the Markdown of ``adult.md``.
     """
     summary = results["summary"]
     lines = [
