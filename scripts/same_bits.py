@@ -3,12 +3,12 @@
     python scripts/same_bits.py --base 8e86690
 
 Fits, at ``--base`` (a git worktree in a temporary folder) and here, the embedded DPP (in dpp 0.1
-spelt ``DPPClassifier(embedding=...)``, whose model files 0.2 loads), Deep Sets with mean and max
-pooling, the shared-pool encodings (values and gradients of mean, max and gem pooling) and
-``DPPClassifierCV`` under each rule over DPP and the standard prototype, and with an embedding
-candidate (predictions, the chosen score, rounds and row, every candidate's mean score);
-compares every array, and loads the base's model files here. Prints one line per check and
-exits 1 if any differs.
+spelt ``DPPClassifier(embedding=...)``, whose model files 0.2 loads), DPP by mini-batch Adam
+(``optimizer="adam"``), Deep Sets with mean and max pooling, the shared-pool encodings (values
+and gradients of mean, max and gem pooling) and ``DPPClassifierCV`` under each rule over DPP
+and the standard prototype, and with an embedding candidate (predictions, the chosen score,
+rounds and row, every candidate's mean score); compares every array, and loads the base's model
+files here. Prints one line per check and exits 1 if any differs.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ except TypeError:  # dpp 0.2: the same fit under its own name
 est.fit(X, y)
 arrays["embedded"] = est.predict_proba(X)
 est.save(out / "embedded.npz")
+adam = dpp.DPPClassifier(n_prototypes=3, max_rounds=3, optimizer="adam",  # mini-batch Adam
+                         optimizer_options={"batch_size": 8, "epochs": 2}).fit(X, y)
+arrays["dpp_minibatch_adam"] = adam.predict_proba(X)
 rng = np.random.default_rng(1)
 S = [rng.normal(size=(rng.integers(1, 40), 7)) + (i % 3) * 0.5 for i in range(150)]
 for pooling in ("mean", "max"):

@@ -24,6 +24,7 @@ import optax
 from jaxtyping import Array, Bool, Float
 
 from dpp.sets import RaggedSets, bucket_size
+from dpp.solvers.minibatch import minibatch_steps
 
 
 class Bucket(NamedTuple):
@@ -255,28 +256,22 @@ def run_epoch(params, static, opt_state, key, buckets, settings: TrainSettings, 
         ll = _set_log_likelihoods(model, batch, key, inference=False)
         return -jnp.sum(batch.weights * ll) / jnp.sum(batch.weights) + model.penalty()
 
-    def step(carry, rows, bucket: Bucket):
-        params, opt_state, key = carry
+    def batch_of(rows, key, bucket: Bucket):
         key, step_key = jax.random.split(key)
-        batch = jax.tree.map(lambda a: a[rows], bucket)
-
-        def update(args):
-            params, opt_state = args
-            grads = jax.grad(loss)(params, batch, step_key)
-            updates, opt_state = optimizer.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state
-
-        # a batch of padding sets only (weight 0) leaves everything as it is
-        params, opt_state = jax.lax.cond(
-            jnp.sum(batch.weights) > 0, update, lambda args: args, (params, opt_state)
-        )
-        return (params, opt_state, key), None
+        return (jax.tree.map(lambda a: a[rows], bucket), step_key), key
 
     for bucket in buckets:  # a handful of shapes, traced once each
         key, order_key = jax.random.split(key)
         batches = batch_order(order_key, bucket.weights, settings.batch_size)
-        (params, opt_state, key), _ = jax.lax.scan(
-            lambda c, r, b=bucket: step(c, r, b), (params, opt_state, key), batches
+        params, opt_state, key = minibatch_steps(
+            loss,
+            optimizer,
+            params,
+            opt_state,
+            batches,
+            lambda rows, key, b=bucket: batch_of(rows, key, b),
+            key,
+            skip_empty=True,
         )
     return params, opt_state, key
 

@@ -1,6 +1,10 @@
 """Mini-batch first-order training over batches of sets (optax Adam).
 
-For data that outgrow full-batch L-BFGS.
+:func:`minibatch_steps` is the one loop of optimizer steps over mini-batches: DPP's mini-batch
+Adam (:func:`minimize_minibatch`) and the networks' epochs
+(:func:`dpp.networks.training.run_epoch`) both run it.
+
+DPP's mini-batch Adam is for data that outgrow full-batch L-BFGS.
 Each epoch draws a permutation of the ``N`` sets and walks through ``ceil(N / B)`` batches of
 ``B`` sets. A batch is itself a :class:`~dpp.sets.RaggedSets` of static shape: ``capacity``
 memberships (the sum of the ``B`` largest set sizes, so any batch fits) and ``B + 1`` segments,
@@ -165,6 +169,61 @@ def make_batch(
     return batch, scale
 
 
+def minibatch_steps(
+    loss: Callable[..., jax.Array],
+    optimizer: optax.GradientTransformation,
+    params: Any,
+    opt_state: Any,
+    steps: Any,
+    batch_of: Callable[[Any, Any], tuple[tuple, Any]],
+    carried: Any = None,
+    skip_empty: bool = False,
+) -> tuple[Any, Any, Any]:
+    """Optimizer steps on ``loss``, one per mini-batch, in a ``lax.scan`` over ``steps``.
+
+    Step ``s`` builds its batch, ``args, carried = batch_of(steps[s], carried)``, and moves
+    ``params`` by ``optimizer`` on ``jax.grad(loss)(params, *args)``.
+
+    Args:
+        loss: ``loss(params, *args) -> scalar`` on one batch.
+        optimizer: an optax transformation (Adam, or decay then Adam).
+        params: the parameters (a pytree), ``opt_state`` the optimizer's state for them.
+        opt_state: ``optimizer.init(params)`` or a state carried over.
+        steps: what the scan runs over (e.g. batch indices or rows), leading axis the steps.
+        batch_of: ``(step, carried) -> (args, carried)``: the batch (``loss``'s arguments after
+            ``params``) and what the next step gets (e.g. a PRNG key; ``None``: nothing).
+        carried: what the first step's ``batch_of`` gets.
+        skip_empty: leave everything as it is on a batch whose first argument's ``weights``
+            sum to 0 (a batch of padding sets).
+
+    Returns:
+        ``(params, opt_state, carried)`` after the last step.
+    """
+
+    def update(state, args):
+        params, opt_state = state
+        grads = jax.grad(loss)(params, *args)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state
+
+    def step(carry, s):
+        params, opt_state, carried = carry
+        args, carried = batch_of(s, carried)
+        if skip_empty:  # a batch of padding sets only (weight 0) leaves everything as it is
+            params, opt_state = jax.lax.cond(
+                jnp.sum(args[0].weights) > 0,
+                lambda state: update(state, args),
+                lambda state: state,
+                (params, opt_state),
+            )
+        else:
+            params, opt_state = update((params, opt_state), args)
+        return (params, opt_state, carried), None
+
+    out, _ = jax.lax.scan(step, (params, opt_state, carried), steps)
+    return out
+
+
 def minimize_minibatch(
     fun: Callable[[Any, RaggedSets, jax.Array], jax.Array],
     x0: Any,
@@ -200,15 +259,11 @@ def minimize_minibatch(
     def epoch(carry, epoch_key):
         order = epoch_order(sets, jax.random.permutation(epoch_key, n), size, cap)
 
-        def batch_step(carry, b):
-            x, opt_state = carry
-            batch, scale = make_batch(sets, order, b, size, cap)
-            grads = jax.grad(fun)(x, batch, scale)
-            updates, opt_state = opt.update(grads, opt_state, x)
-            return (optax.apply_updates(x, updates), opt_state), None
+        def batch_of(b, carried):
+            return make_batch(sets, order, b, size, cap), carried
 
-        carry, _ = jax.lax.scan(batch_step, carry, jnp.arange(num_batches))
-        return carry, None
+        x, opt_state, _ = minibatch_steps(fun, opt, *carry, jnp.arange(num_batches), batch_of)
+        return (x, opt_state), None
 
     (x, _), _ = jax.lax.scan(epoch, (x0, opt.init(x0)), jax.random.split(key, settings.epochs))
     nan = jnp.array(jnp.nan, dtype=sets.vectors.dtype)
