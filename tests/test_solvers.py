@@ -127,6 +127,45 @@ def test_minibatches_partition_the_sets(rng, x64, batch_size):
     np.testing.assert_allclose(scales, expected)
 
 
+def test_minibatch_steps_are_adam_steps_and_skip_padding_batches():
+    """The one loop of optimizer steps: each step is optax's update on the batch's gradient
+    (checked against the steps written out), a batch of zero weight leaves everything as it
+    is with ``skip_empty``, and what ``batch_of`` carries reaches the next step."""
+    import optax
+
+    from dpp.networks.training import Bucket
+    from dpp.solvers.minibatch import minibatch_steps
+
+    def loss(x, batch, offset):
+        return jnp.sum(batch.weights * jnp.sum((x[None, :] - batch.x - offset) ** 2, axis=1))
+
+    rows = jnp.arange(6, dtype=jnp.float32)[:, None] * jnp.ones((6, 2))
+    weights = jnp.array([1.0, 2.0, 0.0, 0.0, 1.0, 0.5])  # the second batch is padding
+    data = Bucket(rows, jnp.ones((6, 1), bool), jnp.zeros((6, 1)), weights)
+    optimizer = optax.adam(0.1)
+    x0 = jnp.array([0.5, -1.0])
+
+    def batch_of(step, offset):
+        sl = jax.tree.map(lambda a: jax.lax.dynamic_slice_in_dim(a, 2 * step, 2), data)
+        return (sl, offset), offset + 1.0
+
+    for skip in (False, True):
+        x, state, carried = minibatch_steps(
+            loss, optimizer, x0, optimizer.init(x0), jnp.arange(3), batch_of, 0.0, skip
+        )
+        want, want_state = x0, optimizer.init(x0)
+        for step in range(3):
+            batch = jax.tree.map(lambda a, s=step: a[2 * s : 2 * s + 2], data)
+            if skip and float(jnp.sum(batch.weights)) == 0:
+                continue  # Adam's moments and count would move on a zero gradient
+            grads = jax.grad(loss)(want, batch, float(step))
+            updates, want_state = optimizer.update(grads, want_state, want)
+            want = optax.apply_updates(want, updates)
+        np.testing.assert_allclose(np.asarray(x), np.asarray(want), rtol=1e-6)
+        assert float(carried) == 3.0
+        assert int(state[0].count) == (2 if skip else 3)
+
+
 def test_adam_settings_need_capacity(small_problem):
     train, _ = small_problem
     from dpp.solvers.minibatch import minimize_minibatch
