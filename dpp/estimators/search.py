@@ -209,11 +209,7 @@ class CandidateSearch:
         for l2 in path:
             t0 = time.perf_counter()
             est.set_params(l2=float(l2 * self.shrink[f]))
-            with statuses_recorded():  # a row of cv_results_; the chosen candidate's: a warning
-                if self.by_round:
-                    est.fit(part, validation_sets=held, **self.fit_params)
-                else:
-                    est.fit(part, **self.fit_params)
+            self.fit(est, part, held if self.by_round else None)
             t1 = time.perf_counter()
             if self.by_round:
                 value = scores_by_round(est)
@@ -224,6 +220,22 @@ class CandidateSearch:
             fits.append((l2, value, est.fit_report_.status, t1 - t0, time.perf_counter() - t1))
             self.done()
         return est, fits
+
+    def fit(self, est, sets: RaggedSets, held: RaggedSets | None = None) -> None:
+        """Fits ``est`` on ``sets`` as the search fits every candidate, member and refit.
+
+        A coordinate-ascent fit (``fold_fits`` ``rounds``) gets the search's padded layout and
+        pooling-as-data (:attr:`fit_params`: shapes only, the same fit) and, with ``held``, its
+        early stopping's ``validation_sets``; another kind (an embedded candidate is trained by
+        Adam epochs) takes neither. The fit issues no :class:`~dpp.errors.FitWarning`: its
+        status is recorded by the search (a row of ``cv_results_``) and said for the chosen
+        candidate (:func:`dpp.errors.statuses_recorded`).
+        """
+        params = dict(self.fit_params) if est.fold_fits == "rounds" else {}
+        if held is not None:
+            params["validation_sets"] = held
+        with statuses_recorded():
+            est.fit(sets, **params)
 
     def more(self, fits: int) -> None:
         """Adds ``fits`` to the progress bar's total (a verbose fit's) past what was planned.
@@ -312,11 +324,9 @@ class CandidateSearch:
             for key, rounds in chosen:
                 est = refit_estimator(self.base, key, rounds)
                 est.set_params(l2=float(key[1] * self.shrink[f]))  # as the candidates' folds
-                fit_params = self.fit_params if est.fold_fits == "rounds" else {}
                 if "init" in est.get_params(deep=False):
                     est.set_params(init=self._centres(f, est))
-                with statuses_recorded():  # the members' own folds' statuses are in cv_results_
-                    est.fit(part, **fit_params)
+                self.fit(est, part)  # the members' own folds' statuses are in cv_results_
                 logs.append(est.predict_log_proba(held))
                 self.done()
             log_p = combined_log_proba(logs, np.full(len(chosen), 1 / len(chosen)), combine)
@@ -443,12 +453,7 @@ def refit(base, key: tuple, rounds, sets, search: CandidateSearch, classes):
     """
     search.more(1)
     est = refit_estimator(base, key, rounds)
-    # the layout and pooling-as-data of the coordinate-ascent fits (shapes only: the same fit);
-    # an embedded candidate is an EmbeddedDPPClassifier, trained by Adam epochs, which takes
-    # neither
-    fit_params = search.fit_params if est.fold_fits == "rounds" else {}
-    with statuses_recorded():  # said by the search, naming the candidate (warn_unclean_choice)
-        est.fit(sets, **fit_params)
+    search.fit(est, sets)  # its status said by the search, naming it (warn_unclean_choice)
     search.done()
     est.classes_ = classes
     return est
