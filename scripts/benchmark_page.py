@@ -124,6 +124,20 @@ SECTIONS = (
         "decision": (("dpp_log_proba",), "dpp_proba"),
         "instance_pairs": [("dpp_log_proba", "attention_mil")],
     },
+    {
+        "title": "Issue 52: the default against the selected networks, in parts",
+        "folders": ("peers_digit_bags",),
+        "purpose": "The four digit-bag tasks, 3 draws x 5 folds planned (2-core CPU, run beside "
+        "other work at the lowest priority, so its seconds are not comparable): "
+        "`DPPClassifierCV()` (`dpp`) against attention MIL, gated attention MIL and Deep Sets, "
+        "each with its learning rate and weight decay selected (`_cv`). The run stopped for "
+        "time and resumes from its folder (`--resume`); only units every method finished are "
+        "paired. `python scripts/suite.py --peers dpp attention_mil_cv gated_mil_cv "
+        "deep_sets_cv --out benchmarks/peers_digit_bags` prints the default against the best "
+        "of them per task.",
+        "pairs": [("dpp", "attention_mil_cv"), ("dpp", "gated_mil_cv"), ("dpp", "deep_sets_cv")],
+        "decision": None,
+    },
 )  # fmt: skip
 
 

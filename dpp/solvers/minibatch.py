@@ -187,8 +187,9 @@ def minibatch_steps(
     Args:
         loss: ``loss(params, *args) -> scalar`` on one batch.
         optimizer: an optax transformation (Adam, or decay then Adam).
-        params: the parameters (a pytree), ``opt_state`` the optimizer's state for them.
-        opt_state: ``optimizer.init(params)`` or a state carried over.
+        params: the parameters (a pytree).
+        opt_state: the optimizer's state for them (``optimizer.init(params)``, or carried
+            over from earlier steps).
         steps: what the scan runs over (e.g. batch indices or rows), leading axis the steps.
         batch_of: ``(step, carried) -> (args, carried)``: the batch (``loss``'s arguments after
             ``params``) and what the next step gets (e.g. a PRNG key; ``None``: nothing).
