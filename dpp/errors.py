@@ -62,7 +62,7 @@ def warn_caller(message: str, category: type[Warning] = None) -> None:
         message: the warning's text.
         category: the warning class (default :class:`FitWarning`).
     """
-    location = getattr(_THREAD, "location", None)
+    location = _this_thread("location")
     if location is not None:  # a worker thread of a call made at ``location``
         filename, lineno, module_globals = location
         warnings.warn_explicit(
@@ -95,10 +95,15 @@ def caller_location() -> tuple[str, int, dict] | None:
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
 
 
+def _this_thread(name: str):
+    """This thread's ``name`` (``location`` or ``recording``), or its default."""
+    return getattr(_THREAD, name, _THREAD_DEFAULTS[name])
+
+
 @contextlib.contextmanager
 def _in_this_thread(name: str, value):
     """Sets this thread's ``name`` (``location`` or ``recording``) to ``value`` within."""
-    previous = getattr(_THREAD, name, _THREAD_DEFAULTS[name])
+    previous = _this_thread(name)
     setattr(_THREAD, name, value)
     try:
         yield
@@ -127,7 +132,7 @@ def statuses_recorded():
 
 def recording_statuses() -> bool:
     """Whether this thread runs inside :func:`statuses_recorded`."""
-    return getattr(_THREAD, "recording", False)
+    return _this_thread("recording")
 
 
 class RunInterrupted(BaseException):
