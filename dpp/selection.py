@@ -3,10 +3,11 @@
 :func:`cv_splits` reads ``cv`` as scikit-learn's ``GridSearchCV`` does (:func:`cv_folds` for a
 number of folds, grouped or stratified), and :func:`choose_on_path` picks the best strength of a
 path, extending it while the best lies at an edge; :func:`choose` (with :data:`RULES`,
-:func:`round_optimism` and :func:`fewest_rounds`) picks among scored candidates, a pure function
-of their scores. :class:`dpp.estimators.DPPClassifierCV` (the
-one selection of ``l2``, used by the command line's ``l2_selection.kind=cv`` and ``dpp_cv``
-alike) and the pooled baselines' choice of ``C`` are built on them.
+:func:`round_optimism` and :func:`fewest_rounds`) picks among scored candidates, and
+:func:`forward_selection` among an ensemble's members, pure functions of their scores.
+:class:`dpp.estimators.DPPClassifierCV` (the one selection of ``l2``, used by the command
+line's ``l2_selection.kind=cv`` and ``dpp_cv`` alike) and the pooled baselines' choice of ``C``
+are built on them.
 """
 
 from __future__ import annotations
@@ -221,7 +222,10 @@ def choose_on_path(
 
 
 #: How :class:`DPPClassifierCV` picks among its scored candidates.
-RULES = ("ensemble", "best", "one_se", "corrected")
+RULES = ("ensemble", "best", "one_se", "corrected", "ensemble_selection")
+
+#: The rules whose members (a pooling and an embedding each) are chosen apart and combined.
+ENSEMBLE_RULES = ("ensemble", "ensemble_selection")
 
 
 def round_optimism(per_round: np.ndarray) -> float:
@@ -265,7 +269,7 @@ def choose(scores: dict, rule: str = "best", per_round: dict | None = None):
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
-    rule = "best" if rule == "ensemble" else rule  # each member's choice is its best
+    rule = "best" if rule in ENSEMBLE_RULES else rule  # each member's choice is its best
     mean = {key: float(np.mean(v)) for key, v in scores.items()}
     if rule == "corrected":
         mean = {c: m - round_optimism((per_round or {})[c]) if c in (per_round or {}) else m
@@ -277,6 +281,40 @@ def choose(scores: dict, rule: str = "best", per_round: dict | None = None):
     se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
     within = [c for c in mean if mean[c] >= mean[best] - se]
     return max(within, key=lambda c: (c[0].simplicity(), c[1], mean[c]))
+
+
+def forward_selection(
+    score: Callable[[tuple[int, ...]], float], n: int
+) -> tuple[tuple[int, ...], float]:
+    """The members kept by forward selection, and the score of their combination.
+
+    Ensemble selection (Caruana, Niculescu-Mizil, Crew & Ksikes 2004, *ICML*), without
+    replacement and with equal weights: the best member alone first, then, while one raises
+    the score strictly, the member that raises it most. Ties go to the earlier member. A pure
+    function of ``score``.
+
+    Args:
+        score: ``members -> float``, the validation score (higher is better) of the
+            combination of the sorted tuple ``members`` of indices in ``range(n)``.
+        n: the number of members (>= 1).
+
+    Returns:
+        ``(kept, score)``: the sorted indices kept and their combination's score.
+
+    Raises:
+        ValueError: ``n < 1``.
+    """
+    if n < 1:
+        raise ValueError(f"forward selection needs at least one member, got {n}")
+    kept: tuple[int, ...] = ()
+    best = -np.inf
+    while len(kept) < n:
+        tried = {i: score(tuple(sorted((*kept, i)))) for i in range(n) if i not in kept}
+        i = max(tried, key=lambda j: (tried[j], -j))
+        if kept and not tried[i] > best:
+            break
+        kept, best = tuple(sorted((*kept, i))), float(tried[i])
+    return kept, best
 
 
 def fewest_rounds(per_round: np.ndarray) -> int:

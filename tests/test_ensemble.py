@@ -12,7 +12,7 @@ import dpp
 from dpp.errors import ModelFileError
 from dpp.estimators.candidates import Group
 from dpp.estimators.ensemble import SetEnsembleClassifier, seed_members
-from dpp.selection import choose, round_optimism
+from dpp.selection import choose, forward_selection, round_optimism
 
 _RNG = np.random.default_rng(11)
 X = [_RNG.normal(size=(_RNG.integers(2, 8), 4)) + (i % 3) for i in range(36)]
@@ -258,6 +258,54 @@ def test_the_default_rule_is_the_ensemble_of_the_per_pooling_selections_to_the_b
     totals = np.stack([s.sum(0) for s in scores]) + cv.intercept_
     np.testing.assert_allclose(log_softmax(totals, 1), cv.predict_log_proba(X[:4]), atol=1e-5)
     assert [c.shape[1] for c in cv.soft_assignments(X[:2])] == [9, 9]
+
+
+def test_forward_selection_keeps_the_best_member_then_whatever_raises_the_score_most():
+    """Caruana et al. (2004) without replacement: ``score`` of a subset is how close the mean
+    of its values comes to 1, so the members 0.5 and 1.6 together (mean 1.05) beat each alone
+    and every other pair, and no third member helps."""
+    values = np.array([0.0, 2.5, 1.6, 0.5])
+    calls = []
+
+    def score(members):
+        calls.append(members)
+        return -float((values[list(members)].mean() - 1.0) ** 2)
+
+    kept, best = forward_selection(score, 4)
+    assert kept == (2, 3) and best == pytest.approx(-0.0025)
+    assert calls[:4] == [(0,), (1,), (2,), (3,)]  # the best alone first: 0.5
+    assert (0, 2, 3) in calls and (1, 2, 3) in calls and (0, 1, 2, 3) not in calls
+    # a member that only ties is not added, and ties go to the earlier member
+    assert forward_selection(lambda m: 1.0, 3) == ((0,), 1.0)
+    assert forward_selection(lambda m: -len(m), 1) == ((0,), -1.0)
+    with pytest.raises(ValueError, match="at least one member"):
+        forward_selection(score, 0)
+
+
+@pytest.mark.extended  # two selections: about 20 s
+def test_ensemble_selection_keeps_the_members_whose_combination_scores_best():
+    """``rule="ensemble_selection"``: the ensemble's members, chosen alike, kept by forward
+    selection on the folds' refits; ``best_score_`` is the kept combination's, and
+    ``best_params_`` rebuilds it."""
+    X, y = _two_class(30, seed=5)
+    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
+    grid = {"l2s": [1e-2, 1e-1], "cv": 2, "max_extensions": 0}
+    cv = dpp.DPPClassifierCV(base, rule="ensemble_selection", **grid).fit(X, y)
+    plain = dpp.DPPClassifierCV(base, **grid).fit(X, y)
+    same = ("name", "params", "rounds", "score", "position")
+    assert [[m[k] for k in same] for m in cv.members_] == [
+        [m[k] for k in same] for m in plain.members_
+    ]
+    assert all(m["kept"] for m in plain.members_)
+    kept = [m["name"] for m in cv.members_ if m["kept"]]
+    # on these sets one member lowers the combination: the pair kept was scored with it as
+    # well (the three together are plain's ensemble, refitted on the same folds)
+    assert len(kept) == 2 and cv.best_score_ > plain.best_score_
+    assert list(cv.best_estimator_.named_estimators_) == kept
+    again = SetEnsembleClassifier(**cv.best_params_).fit(X, y)
+    np.testing.assert_allclose(again.predict_proba(X[:9]), cv.predict_proba(X[:9]), atol=1e-6)
+    assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)
+    assert np.all(np.isfinite(cv.predict_log_proba(X)))
 
 
 def test_the_ensemble_rule_with_one_member_is_the_best_rule():

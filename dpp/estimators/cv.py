@@ -33,12 +33,14 @@ from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS
 from dpp.selection import (
     EDGES,
+    ENSEMBLE_RULES,
     RULES,
     choose,
     choose_on_path,
     cv_splits,
     edge_message,
     fewest_rounds,
+    forward_selection,
     member_scores,
     position_among,
     round_optimism,
@@ -154,8 +156,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
       on an embedding over a ``DPPClassifier`` is an ``EmbeddedDPPClassifier``: its
       parameters are that estimator's.)
     * ``best_score_``: the chosen candidate's mean validation score (``corrected``: less its
-      optimism; ``one_se``: at its chosen round); for the ensemble, the ensemble's own, its
-      chosen members refitted on each fold and combined
+      optimism; ``one_se``: at its chosen round); for the ensemble (and what
+      ``ensemble_selection`` kept, one member or several), the ensemble's own, its chosen
+      members refitted on each fold and combined
       (:meth:`~dpp.estimators.search.CandidateSearch.ensemble_score`).
     * ``cv_results_``: scikit-learn's layout (``params``, ``param_<name>``,
       ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``, ``rank_test_score``,
@@ -176,9 +179,10 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
       training label) and ``beats_prior_`` (``best_score_ > prior_score_``).
     * ``best_estimator_`` (refitted; with ``rule="ensemble"`` and several members a
       :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`), ``members_`` (the ensemble
-      only: each member's ``name``, ``params`` (as ``best_params_`` of one), ``rounds``, its
-      own mean validation ``score`` and ``position``), and the fitted attributes of
-      ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
+      rules with several members only: each member's ``name``, ``params`` (as
+      ``best_params_`` of one), ``rounds``, its own mean validation ``score``, ``position``
+      and whether it was ``kept``: always, but by ``ensemble_selection``), and the fitted
+      attributes of ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
       ``n_features_in_``, ...; an ensemble has its members'). ``save`` writes
       ``best_estimator_``.
     """
@@ -255,7 +259,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         # the grid's fits and the refits are known now: the bar's total grows only by the
         # values added past an edge (issue 56: it had grown from 0 as the fits were planned)
         members = len({g.member() for g in candidates})
-        refits = members if self.rule == "ensemble" and members > 1 else 1
+        refits = members if self.rule in ENSEMBLE_RULES and members > 1 else 1
         search.planned = len(candidates) * len(folds) * len(set(self.l2s)) + refits
         with bar(search.planned, type(self).__name__, bool(self.verbose)) as search.bar:
             self._search(search, base, candidates, by_round, sets, classes)
@@ -267,7 +271,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         """The verbose fit's closing line: the choice, its score, the prior's."""
         members = getattr(self, "members_", None)
         chosen = (
-            "; ".join(f"{m['name']}: {m['params']}" for m in members)
+            "; ".join(f"{m['name']}: {m['params']}" for m in members if m["kept"])
             if members else f"{self.best_params_}"
         )  # fmt: skip
         statuses = [
@@ -295,7 +299,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
         search.cross_validate(candidates, l2s, warm=True)
         members = list(dict.fromkeys(g.member() for g in candidates))
-        if not (self.rule == "ensemble" and len(members) > 1):
+        if not (self.rule in ENSEMBLE_RULES and len(members) > 1):
             members = [None]  # one member: every candidate
         # each member's best group (ties: the stronger l2, then the simpler model) grows its path
         grown = {m: self._grow(search, choose(member_scores(search.scores, m))[0]) for m in members}
@@ -340,7 +344,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         if rounds is not None and self.rule == "one_se":
             rounds = fewest_rounds(search.per_round[key])
             score = float(np.mean(search.per_round[key][:, rounds]))
-        on_path = key[0] == group and self.rule in ("best", "ensemble")
+        on_path = key[0] == group and self.rule in ("best", *ENSEMBLE_RULES)
         if on_path:
             position = choice.position
             if position in EDGES:
@@ -365,6 +369,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         added = []
         for c in chosen:
             added += [v for v in c.added if v not in added]
+        considered, score = chosen, None
+        if self.rule == "ensemble_selection" and len(chosen) > 1:
+            logs = search.member_log_probas([(c.key, c.rounds) for c in chosen])
+            kept, score = forward_selection(
+                lambda m: search.combined_score(logs, self.combine, m), len(chosen)
+            )
+            chosen = [chosen[i] for i in kept]
         positions = [c.position for c in chosen]
         edges = [p for p in positions if p in EDGES]
         self.best_position_ = edges[0] if edges else (
@@ -373,7 +384,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.l2s_added_ = added
         if len(chosen) == 1:
             (one,) = chosen
-            self.best_rounds_, self.best_score_ = one.rounds, one.score
+            self.best_rounds_ = one.rounds
+            self.best_score_ = one.score if score is None else score
             self.best_params_ = refit_params(one.key, one.rounds)
             self.best_estimator_ = one.fitted
         else:  # the ensemble's own parameters: each member the tuned estimator with its choice
@@ -388,13 +400,16 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
                 "estimators": [(c.name, refit_estimator(base, c.key, c.rounds)) for c in chosen],
                 "combine": self.combine,
             }
-            self.best_score_ = search.ensemble_score(
-                [(c.key, c.rounds) for c in chosen], self.combine
-            )
+            self.best_score_ = (
+                search.ensemble_score([(c.key, c.rounds) for c in chosen], self.combine)
+                if score is None else score
+            )  # fmt: skip
+        if len(considered) > 1:
             self.members_ = [
                 {"name": c.name, "params": refit_params(c.key, c.rounds), "rounds": c.rounds,
-                 "score": c.score, "position": c.position}
-                for c in chosen
+                 "score": c.score, "position": c.position,
+                 "kept": c.name in {k.name for k in chosen}}
+                for c in considered
             ]  # fmt: skip
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.classes_ = classes
@@ -522,15 +537,15 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
                 return getattr(best, name)
             except AttributeError:
                 pass
-            members = self.__dict__.get("members_")
-            if members:  # the default ensemble: the attribute is its members'
+            members = [m for m in self.__dict__.get("members_") or () if m["kept"]]
+            if len(members) > 1:  # the default ensemble: the attribute is its members'
                 names = ", ".join(m["name"] for m in members)
                 hint = (
                     "; combine='log_proba' gives the ensemble's own (the members' weighted mean)"
                     if name == "intercept_" else ""
                 )  # fmt: skip
                 raise AttributeError(
-                    f"{type(self).__name__} (rule='ensemble') refitted an ensemble of {names}, "
+                    f"{type(self).__name__} (rule={self.rule!r}) refitted an ensemble of {names}, "
                     f"which has no single {name!r}: read it from a member, "
                     f"best_estimator_.named_estimators_[{members[0]['name']!r}].{name}, or "
                     f"select one model with rule='best'{hint}"

@@ -311,14 +311,22 @@ class CandidateSearch:
         """The mean validation score of the ensemble of ``chosen`` over the folds.
 
         Each member ``(key, rounds)`` is refitted on each fold's part as the ensemble's member
-        is on every training set (:func:`refit_estimator`, from the fold's k-means centres,
-        ``l2`` times the part's weight share as every candidate's fold fit); their held-out
+        is on every training set (:meth:`member_log_probas`); their held-out
         log-probabilities are combined by ``combine``
         (:func:`~dpp.estimators.ensemble.combined_log_proba`, equal weights) and scored: the
         score of what ``best_estimator_`` is, not of its members.
         """
+        return self.combined_score(self.member_log_probas(chosen), combine)
+
+    def member_log_probas(self, chosen: list[tuple]) -> list[list[np.ndarray]]:
+        """``[folds][members]`` held-out ``[N_f, C]`` log-probabilities of members refitted.
+
+        Each member ``(key, rounds)`` refitted on each fold's part as the ensemble's member is
+        on every training set (:func:`refit_estimator`, from the fold's k-means centres, ``l2``
+        times the part's weight share as every candidate's fold fit).
+        """
         self.more(len(chosen) * len(self.parts))
-        scores = []
+        out = []
         for f, (part, held) in enumerate(self.parts):
             logs = []
             for key, rounds in chosen:
@@ -329,7 +337,23 @@ class CandidateSearch:
                 self.fit(est, part)  # the members' own folds' statuses are in cv_results_
                 logs.append(est.predict_log_proba(held))
                 self.done()
-            log_p = combined_log_proba(logs, np.full(len(chosen), 1 / len(chosen)), combine)
+            out.append(logs)
+        return out
+
+    def combined_score(self, logs: list[list[np.ndarray]], combine: str, kept=None) -> float:
+        """The mean over folds of the score of members' held-out ``logs`` combined.
+
+        Args:
+            logs: ``[folds][members]`` log-probabilities (:meth:`member_log_probas`).
+            combine: ``log_proba`` or ``proba``
+                (:func:`~dpp.estimators.ensemble.combined_log_proba`, equal weights).
+            kept: the members' indices combined (``None``: every member).
+        """
+        scores = []
+        for fold_logs, (_, held) in zip(logs, self.parts, strict=True):
+            members = fold_logs if kept is None else [fold_logs[i] for i in kept]
+            weights = np.full(len(members), 1 / len(members))
+            log_p = combined_log_proba(members, weights, combine)
             scores.append(weighted_score(log_p, held.labels, held.weights, self.scoring))
         return float(np.mean(scores))
 

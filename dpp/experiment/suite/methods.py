@@ -4,7 +4,10 @@
   gem, ``l2`` and the number of coordinate-ascent rounds by inner CV, the grid extended past an
   edge; the three winners' log-probabilities averaged): what a user gets; ``dpp_proba`` and
   ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one
-  best candidate refitted: the default before the broad benchmark), ``dpp_1se``,
+  best candidate refitted: the default before the broad benchmark), ``dpp_selection`` (the
+  members kept by forward selection, ``rule="ensemble_selection"``) and
+  ``dpp_selection_embedded`` (the same with a member on a learned embedding for each pooling,
+  ``embedding=(None, EMBEDDING)``), ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
@@ -197,6 +200,10 @@ METHODS: dict[str, Callable] = {
     "dpp_repeated": _dpp_cv(cv="repeated", rule="best"),
     # the best score less the optimism of choosing its rounds on the same folds
     "dpp_corrected": _dpp_cv(rule="corrected"),
+    # the members kept by forward selection on the folds (issue 52: whether a member on a
+    # learned embedding should join the default's, or replace them)
+    "dpp_selection": _dpp_cv(rule="ensemble_selection"),
+    "dpp_selection_embedded": _dpp_cv(rule="ensemble_selection", embedding=(None, EMBEDDING)),
     # dpp's ensemble from three separate selections (the same to the bit); the paper's pooling
     # over 3 k-means seeds
     "dpp_ensemble": _ensemble(),
@@ -284,6 +291,15 @@ def make_method(name: str, k: int, seed: int, n_jobs: int | None = None):
     return estimator
 
 
+def _member_status(best, member: dict) -> str | None:
+    """A selection's member's refit status (``None`` for one ensemble selection dropped)."""
+    if not member["kept"]:
+        return None
+    if isinstance(best, SetEnsembleClassifier):
+        return best.member_statuses_[member["name"]]
+    return best.fit_report_.status  # the one member kept
+
+
 def selection_record(estimator) -> dict:
     """Where each method's selection landed, and its final fit's status."""
     if isinstance(estimator, DPPClassifierCV):
@@ -298,7 +314,8 @@ def selection_record(estimator) -> dict:
                     m["name"]: {
                         "l2": m["params"]["l2"],
                         "rounds": m["rounds"],
-                        "status": estimator.best_estimator_.member_statuses_[m["name"]],
+                        "status": _member_status(estimator.best_estimator_, m),
+                        "kept": m["kept"],
                     }
                     for m in members
                 },  # fmt: skip
