@@ -162,4 +162,4 @@ class MemberChoice(NamedTuple):
     score: float  # its validation score by the rule
     position: str  # where its l2 lies among the values scored
     added: list  # l2 values added past an edge of its grown path
-    fitted: object  # its refit on every training set
+    fitted: object  # its refit on every training set (None until refitted)

@@ -292,9 +292,11 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
 
         One path for every rule. The candidates fall into members: under ``rule="ensemble"``
         with several poolings (or embeddings), one member each; otherwise one member, every
-        candidate. Each member grows its best group's path, chooses by the rule and is
-        refitted (:meth:`_member`); one member is the model, several are combined, and the
-        result is written in one place (:meth:`_write_choice`).
+        candidate. Each member grows its best group's path and chooses by the rule
+        (:meth:`_member`); ``ensemble_selection`` keeps those whose combination scores best on
+        the folds (:func:`~dpp.selection.forward_selection`); the kept are refitted
+        (:meth:`_refitted`); one member is the model, several are combined, and the result is
+        written in one place (:meth:`_write_choice`).
         """
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
         search.cross_validate(candidates, l2s, warm=True)
@@ -307,8 +309,18 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.prior_score_ = float(
             np.mean([prior_score(part, held, self.scoring) for part, held in search.parts])
         )
-        chosen = [self._member(search, base, sets, classes, m, *grown[m]) for m in members]
-        self._write_choice(base, search, chosen, best_key, classes)
+        selecting = self.rule == "ensemble_selection" and len(members) > 1
+        chosen = [self._member(search, m, *grown[m]) for m in members]
+        considered, score = chosen, None
+        if selecting:  # the members kept, before any refit: a dropped member is not refitted
+            logs = search.member_log_probas([(c.key, c.rounds) for c in chosen])
+            kept, score = forward_selection(
+                lambda m: search.combined_score(logs, self.combine, m), len(chosen)
+            )
+            chosen = [chosen[i] for i in kept]
+            search.done(len(considered) - len(chosen))  # the refits planned and not needed
+        chosen = [self._refitted(search, base, sets, classes, c) for c in chosen]
+        self._write_choice(base, search, chosen, best_key, classes, considered, score)
 
     def _grow(self, search: CandidateSearch, group: Group):
         """``(group, choice)``: ``group``'s ``l2`` path grown past an edge of its best score.
@@ -326,8 +338,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         means = [float(search.scores[group, v].mean()) for v in path]
         return group, choose_on_path(path, means, score_new, int(self.max_extensions))
 
-    def _member(self, search, base, sets, classes, member, group, choice) -> MemberChoice:
-        """One member's choice by the rule, its position and its refit (with their warnings).
+    def _member(self, search, member, group, choice) -> MemberChoice:
+        """One member's choice by the rule and its position (with its edge warning), unfitted.
 
         ``best`` (and each member of the ensemble): the highest mean score, at its best round;
         ``corrected``: less the optimism of that round's choice (:func:`round_optimism`);
@@ -351,13 +363,22 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
                 warn_caller(edge_message(type(self).__name__, "l2", choice, self.max_extensions))
         else:  # where the rule's choice lies among its group's values
             position = position_among([v for g, v in search.scores if g == key[0]], key[1])
-        fitted = refit(base, key, rounds, sets, search, classes)
-        warn_unclean_choice(type(self).__name__, key, search.statuses[key], fitted)
         name = "" if member is None else member_name(member)
-        return MemberChoice(name, key, rounds, score, position, list(choice.added), fitted)
+        return MemberChoice(name, key, rounds, score, position, list(choice.added), None)
 
-    def _write_choice(self, base, search, chosen: list[MemberChoice], best_key, classes) -> None:
+    def _refitted(self, search, base, sets, classes, chosen: MemberChoice) -> MemberChoice:
+        """``chosen`` with its refit on every training set (and the refit's warnings)."""
+        fitted = refit(base, chosen.key, chosen.rounds, sets, search, classes)
+        warn_unclean_choice(type(self).__name__, chosen.key, search.statuses[chosen.key], fitted)
+        return chosen._replace(fitted=fitted)
+
+    def _write_choice(
+        self, base, search, chosen: list, best_key, classes, considered: list, score=None
+    ) -> None:
         """Writes the chosen result: the one member's refit, or the ensemble of several.
+
+        ``chosen``: the refitted :class:`MemberChoice` s kept, of ``considered`` (every member);
+        ``score``: the kept ones' validation score where forward selection computed it.
 
         ``best_estimator_``, ``best_params_``, ``best_score_`` (what ``best_estimator_`` is
         scores: one member's own score; an ensemble's, its members refitted on each fold and
@@ -367,15 +388,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         ``n_features_in_``, and for an ensemble ``members_``.
         """
         added = []
-        for c in chosen:
+        for c in considered:
             added += [v for v in c.added if v not in added]
-        considered, score = chosen, None
-        if self.rule == "ensemble_selection" and len(chosen) > 1:
-            logs = search.member_log_probas([(c.key, c.rounds) for c in chosen])
-            kept, score = forward_selection(
-                lambda m: search.combined_score(logs, self.combine, m), len(chosen)
-            )
-            chosen = [chosen[i] for i in kept]
         positions = [c.position for c in chosen]
         edges = [p for p in positions if p in EDGES]
         self.best_position_ = edges[0] if edges else (
