@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 #: ``(a, b)`` (a - b), and the decision, ``(candidates, reference)``
 #: (:func:`dpp.experiment.suite.decision_table`: the largest mean gain that is significantly
 #: worse on no family), or ``None``; optionally ``methods`` (only their records, of runs that
-#: hold more) and ``instance_pairs`` (paired instance AUC).
+#: hold more), ``units`` (only the records of these ``tasks`` and ``draws``) and
+#: ``instance_pairs`` (paired instance AUC).
 SECTIONS = (
     {
         "title": "Issue 52: the first look",
@@ -138,6 +139,30 @@ SECTIONS = (
         "pairs": [("dpp", "attention_mil_cv"), ("dpp", "gated_mil_cv"), ("dpp", "deep_sets_cv")],
         "decision": None,
     },
+    {
+        "title": "Issue 52: the ensemble selection, a first screen",
+        "folders": ("ensemble_selection_screen", "ensemble_selection_screen_b", "combine_a",
+                    "combine_b",
+                    "embedded_decay_choice_a", "embedded_decay_choice_b", "embedded_decay_a",
+                    "embedded_decay_b"),
+        "purpose": "Draw 0, 5 folds of two digit-bag tasks, a witness task and a proportion task "
+        "(2-core CPU, two runs side by side and beside other work: seconds are proportions "
+        "only; stopped for time where a run's status says so): "
+        "`DPPClassifierCV(rule=\"ensemble_selection\")` (`dpp_selection`: the default's "
+        "members kept by forward selection on the folds) and the same with a member on a "
+        "learned embedding for each pooling (`dpp_selection_embedded`: `embedding=(None, "
+        "(256, 128, 64))`, six members), against the default (`dpp_log_proba`, its fit of "
+        "issue 53's run), `EmbeddedDPPClassifier()` (`dpp_embedded_wd_choice`) and attention "
+        "MIL, from the runs that fitted them on the same units. A screen, not a decision.",
+        "units": {"tasks": ("digit_bags_m10_n100", "digit_bags_m50_n50", "witness_d10_r10",
+                            "proportion_d10_c3"), "draws": (0,)},
+        "methods": ("dpp_selection", "dpp_selection_embedded", "dpp_log_proba",
+                    "dpp_embedded_wd_choice", "attention_mil"),
+        "pairs": [("dpp_selection", "dpp_log_proba"), ("dpp_selection_embedded", "dpp_log_proba"),
+                  ("dpp_selection_embedded", "dpp_embedded_wd_choice"),
+                  ("dpp_selection_embedded", "attention_mil")],
+        "decision": None,
+    },
 )  # fmt: skip
 
 
@@ -175,18 +200,26 @@ def page() -> str:
         "outer folds; differences are paired over (task, draw, fold) units, mean ± s.e.",
     ]
     for section in SECTIONS:
-        runs = [ROOT / "benchmarks" / f / "suite.json" for f in section["folders"]]
-        runs = [json.loads(p.read_text()) for p in runs if p.is_file()]
-        if not runs:
+        paths = {f: ROOT / "benchmarks" / f / "suite.json" for f in section["folders"]}
+        if not paths[section["folders"][0]].is_file():  # its own run (others lend units)
             continue
+        # the runs there are, each with its folder (a folder not yet run is left out)
+        folders = [f for f, p in paths.items() if p.is_file()]
+        runs = [json.loads(paths[f].read_text()) for f in folders]
         lines += ["", f"## {section['title']}", "", section["purpose"], ""]
         if section.get("separate"):  # runs of different units: one table each, pooled after
-            lines += _separate(section, runs)
+            lines += _separate(section, folders, runs)
             continue
         records = _pooled([r["records"] for r in runs])
         if section.get("methods"):  # the methods this section compares, of runs of more
             records = [r for r in records if r["method"] in section["methods"]]
-        for folder, run in zip(section["folders"], runs, strict=False):
+        units = section.get("units", {})  # the units this section compares, of runs of more
+        records = [
+            r for r in records
+            if r["task"] in units.get("tasks", (r["task"],))
+            and r.get("draw", 0) in units.get("draws", (r.get("draw", 0),))
+        ]  # fmt: skip
+        for folder, run in zip(folders, runs, strict=True):
             lines += [f"- `{_command(run, folder)}`: {run.get('status')}, "
                       f"{len(run['records'])} fits"]  # fmt: skip
         lines += ["", summary_table(records)]
@@ -200,13 +233,13 @@ def page() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _separate(section: dict, runs: list[dict]) -> list[str]:
+def _separate(section: dict, folders: list[str], runs: list[dict]) -> list[str]:
     """A section whose runs hold different units (other training sets): each run's command,
     table and comparisons, then the comparisons and the decision over every run's units (a
     unit is then one (run, task, draw, fold): :func:`dpp.experiment.suite.paired_differences`).
     """
     lines, tagged = [], []
-    for folder, run in zip(section["folders"], runs, strict=False):
+    for folder, run in zip(folders, runs, strict=True):
         records = [{**r, "run": folder} for r in run["records"]]
         tagged += records
         lines += ["", f"### `{folder}`", "", f"- `{_command(run, folder)}`: {run.get('status')}, "
