@@ -317,8 +317,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             kept, score = forward_selection(
                 lambda m: search.combined_score(logs, self.combine, m), len(chosen)
             )
-            chosen = [chosen[i] for i in kept]
-            search.done(len(considered) - len(chosen))  # the refits planned and not needed
+            chosen = [chosen[i] for i in kept]  # (the bar's planned refits cover the folds')
         chosen = [self._refitted(search, base, sets, classes, c) for c in chosen]
         self._write_choice(base, search, chosen, best_key, classes, considered, score)
 
