@@ -283,14 +283,21 @@ def test_forward_selection_keeps_the_best_member_then_whatever_raises_the_score_
 
 
 @pytest.mark.extended  # two selections: about 20 s
-def test_ensemble_selection_keeps_the_members_whose_combination_scores_best():
+def test_ensemble_selection_keeps_the_members_whose_combination_scores_best(monkeypatch):
     """``rule="ensemble_selection"``: the ensemble's members, chosen alike, kept by forward
     selection on the folds' refits; ``best_score_`` is the kept combination's, and
-    ``best_params_`` rebuilds it."""
+    ``best_params_`` rebuilds it. Its progress bar ends full, a dropped member's refit not
+    counted."""
+    import dpp.estimators.cv as cv_module
+
+    bars, made_by = [], cv_module.bar
+    monkeypatch.setattr(cv_module, "bar", lambda *a, **k: bars.append(made_by(*a, **k)) or bars[-1])
     X, y = _two_class(30, seed=5)
     base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
     grid = {"l2s": [1e-2, 1e-1], "cv": 2, "max_extensions": 0}
-    cv = dpp.DPPClassifierCV(base, rule="ensemble_selection", **grid).fit(X, y)
+    cv = dpp.DPPClassifierCV(base, rule="ensemble_selection", verbose=True, **grid).fit(X, y)
+    ((made,),) = [bars]
+    assert made.n == made.total
     plain = dpp.DPPClassifierCV(base, **grid).fit(X, y)
     same = ("name", "params", "rounds", "score", "position")
     assert [[m[k] for k in same] for m in cv.members_] == [
