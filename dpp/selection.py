@@ -290,8 +290,9 @@ def forward_selection(
 
     Ensemble selection (Caruana, Niculescu-Mizil, Crew & Ksikes 2004, *ICML*), without
     replacement and with equal weights: the best member alone first, then, while one raises
-    the score strictly, the member that raises it most. Ties go to the earlier member. A pure
-    function of ``score``.
+    the score strictly, the member that raises it most. Ties go to the earlier member; a NaN
+    score ranks below every other (it is never chosen over a number, and never raises one).
+    A pure function of ``score``.
 
     Args:
         score: ``members -> float``, the validation score (higher is better) of the
@@ -299,7 +300,8 @@ def forward_selection(
         n: the number of members (>= 1).
 
     Returns:
-        ``(kept, score)``: the sorted indices kept and their combination's score.
+        ``(kept, score)``: the sorted indices kept and their combination's score (NaN where
+        every member alone scored NaN).
 
     Raises:
         ValueError: ``n < 1``.
@@ -307,13 +309,14 @@ def forward_selection(
     if n < 1:
         raise ValueError(f"forward selection needs at least one member, got {n}")
     kept: tuple[int, ...] = ()
-    best = -np.inf
+    best, rank = np.nan, -np.inf  # the kept members' score, and its rank (NaN: -inf)
     while len(kept) < n:
-        tried = {i: score(tuple(sorted((*kept, i)))) for i in range(n) if i not in kept}
-        i = max(tried, key=lambda j: (tried[j], -j))
-        if kept and not tried[i] > best:
+        tried = {i: float(score(tuple(sorted((*kept, i))))) for i in range(n) if i not in kept}
+        ranks = {i: -np.inf if np.isnan(v) else v for i, v in tried.items()}
+        i = max(ranks, key=lambda j: (ranks[j], -j))
+        if kept and not ranks[i] > rank:
             break
-        kept, best = tuple(sorted((*kept, i))), float(tried[i])
+        kept, best, rank = tuple(sorted((*kept, i))), tried[i], ranks[i]
     return kept, best
 
 

@@ -280,6 +280,12 @@ def test_forward_selection_keeps_the_best_member_then_whatever_raises_the_score_
     assert forward_selection(lambda m: -len(m), 1) == ((0,), -1.0)
     with pytest.raises(ValueError, match="at least one member"):
         forward_selection(score, 0)
+    # a member whose combinations score NaN is never chosen, whatever its place
+    nan_first = [np.nan, -2.0, -1.0]
+    kept, best = forward_selection(lambda m: nan_first[m[0]] if len(m) == 1 else np.nan, 3)
+    assert kept == (2,) and best == -1.0
+    kept, best = forward_selection(lambda m: np.nan, 2)
+    assert kept == (0,) and np.isnan(best)  # nothing to choose: NaN says so
 
 
 @pytest.mark.extended  # two selections: about 20 s
