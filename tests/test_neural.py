@@ -415,3 +415,40 @@ def test_a_selection_over_the_paper_model_and_an_embedding_refits_both():
         ).fit(X, y)
     assert type(embedded) is dpp.EmbeddedDPPClassifier
     np.testing.assert_array_equal(embedded.predict_proba(X), alone.predict_proba(X))
+
+
+@pytest.mark.extended  # two selections with an embedded candidate: about 30 s
+def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_folds():
+    """``embedding_grid="own"``: an embedding is one candidate, the embedded estimator's own
+    ``K``, pooling and ``l2`` (``EmbeddedDPPClassifier()``'s over a paper's model), not crossed
+    with the grid; one fit per fold, no extension, and ``best_params_`` rebuilds its refit."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    grid = {"pooling": ["mean", "max"], "l2s": (0.1, 1.0), "cv": 2, "max_extensions": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        search = dpp.DPPClassifierCV(
+            dpp.DPPClassifier(n_prototypes=2, max_rounds=2), embedding=[None, (4,)],
+            embedding_grid="own", rule="best", **grid,
+        ).fit(X, y)  # fmt: skip
+        own = dpp.EmbeddedDPPClassifier()
+        embedded = [p for p in search.cv_results_["params"] if "embedding" in p]
+        assert embedded == [
+            {"n_prototypes": own.n_prototypes, "pooling": own.pooling, "embedding": (4,),
+             "l2": own.l2}
+        ]  # fmt: skip
+        assert len(search.cv_results_["params"]) >= 1 + 2 * 2  # the paper's model: its grid
+        tuned = dpp.EmbeddedDPPClassifier(
+            n_prototypes=3, pooling="max", embedding=(4,), l2=0.5, max_epochs=5
+        )
+        alone = dpp.DPPClassifierCV(tuned, embedding_grid="own", **grid).fit(X, y)
+        again = clone(tuned).set_params(**alone.best_params_).fit(X, y)
+    assert alone.cv_results_["params"] == [
+        {"n_prototypes": 3, "pooling": "max", "embedding": (4,), "l2": 0.5}
+    ]
+    assert alone.best_position_ == "only value" and alone.l2s_added_ == []
+    assert all(s is not None for s in alone.cv_results_["split1_fit_status"])
+    np.testing.assert_allclose(again.predict_proba(X), alone.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError, match="embedding_grid"):
+        dpp.DPPClassifierCV(embedding_grid="every").fit(X, y)

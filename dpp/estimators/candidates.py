@@ -15,6 +15,10 @@ from dpp.pooling import simplicity
 #: The held-out share with which a candidate on an embedding stops early within a fold.
 DEFAULT_VALIDATION_FRACTION = 0.2
 
+#: What an embedding candidate of :class:`DPPClassifierCV` is crossed with: the grid's ``K``,
+#: poolings and ``l2`` path, or one candidate with the embedded estimator's own settings.
+EMBEDDING_GRIDS = ("grid", "own")
+
 
 class Group(NamedTuple):
     """A candidate of :class:`DPPClassifierCV` but its ``l2``: ``K``, pooling, embedding.

@@ -16,6 +16,7 @@ from dpp import params as check
 from dpp.errors import warn_caller
 from dpp.estimators.base import SCORINGS, PrototypeClassifier, SetClassifierMixin, resolve_seed
 from dpp.estimators.candidates import (
+    EMBEDDING_GRIDS,
     NOT_TUNED,
     Group,
     MemberChoice,
@@ -87,6 +88,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             fold, its epochs are not chosen here). Every candidate is scored the same way: on
             the held-out folds. ``None`` alone: the estimator's own (an
             ``EmbeddedDPPClassifier``'s widths).
+        embedding_grid: what an embedding candidate is crossed with: ``grid`` (the default)
+            the grid's ``K`` values, poolings and ``l2`` path, as the paper's model is;
+            ``own``, one candidate per embedding with the embedded estimator's own ``K``,
+            pooling and ``l2`` (``EmbeddedDPPClassifier()``'s, or the tuned
+            ``EmbeddedDPPClassifier``'s), no path and no extension: what that estimator fits
+            alone, scored on the same folds, at one fit per fold (``grid``: poolings x ``K``
+            values x ``l2`` values per fold).
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -193,6 +201,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         "select_rounds": check.Bool(),
         "rule": check.Choice(RULES),
         "combine": check.Choice(COMBINES),
+        "embedding_grid": check.Choice(EMBEDDING_GRIDS),
     }
 
     def __init__(
@@ -202,6 +211,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         n_prototypes=None,
         pooling=POOLINGS,
         embedding=(None,),
+        embedding_grid: str = "grid",
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
@@ -216,6 +226,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.n_prototypes = n_prototypes
         self.pooling = pooling
         self.embedding = embedding
+        self.embedding_grid = embedding_grid
         self.cv = cv
         self.scoring = scoring
         self.max_extensions = max_extensions
@@ -249,7 +260,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
                 sets or with bad index arrays, an unknown ``scoring``, and the errors of the
                 estimator's ``fit``.
         """
-        base, candidates, by_round = self._checked()
+        base, candidates, by_round, own = self._checked()
         self.__dict__.pop("members_", None)  # an earlier fit's ensemble
         sets, classes = labelled_sets(X, y, sample_weight)
         # the folds' seed: the estimator's (None: fresh, as its fits'; the class prior has none)
@@ -260,9 +271,10 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         # values added past an edge (issue 56: it had grown from 0 as the fits were planned)
         members = len({g.member() for g in candidates})
         refits = members if self.rule in ENSEMBLE_RULES and members > 1 else 1
-        search.planned = len(candidates) * len(folds) * len(set(self.l2s)) + refits
+        per_fold = sum(1 if g in own else len(set(self.l2s)) for g in candidates)
+        search.planned = per_fold * len(folds) + refits
         with bar(search.planned, type(self).__name__, bool(self.verbose)) as search.bar:
-            self._search(search, base, candidates, by_round, sets, classes)
+            self._search(search, base, candidates, by_round, sets, classes, own)
         if self.verbose:
             say(logger, "%s: %s", type(self).__name__, self._summary())
         return self
@@ -287,7 +299,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             line += f"; candidates' fold fits not clean: {counts} (cv_results_['fit_status'])"
         return line
 
-    def _search(self, search, base, candidates, by_round, sets, classes) -> None:
+    def _search(self, search, base, candidates, by_round, sets, classes, own) -> None:
         """:meth:`fit` once the folds are drawn: scores, grows, chooses, refits, then writes.
 
         One path for every rule. The candidates fall into members: under ``rule="ensemble"``
@@ -296,15 +308,19 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         (:meth:`_member`); ``ensemble_selection`` keeps those whose combination scores best on
         the folds (:func:`~dpp.selection.forward_selection`); the kept are refitted
         (:meth:`_refitted`); one member is the model, several are combined, and the result is
-        written in one place (:meth:`_write_choice`).
+        written in one place (:meth:`_write_choice`). ``own``: the groups scored at their own
+        ``l2`` alone (``embedding_grid="own"``; no path, no extension).
         """
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
-        search.cross_validate(candidates, l2s, warm=True)
+        search.cross_validate([g for g in candidates if g not in own], l2s, warm=True)
+        for group, l2 in own.items():
+            search.cross_validate([group], [l2], warm=False)
         members = list(dict.fromkeys(g.member() for g in candidates))
         if not (self.rule in ENSEMBLE_RULES and len(members) > 1):
             members = [None]  # one member: every candidate
         # each member's best group (ties: the stronger l2, then the simpler model) grows its path
-        grown = {m: self._grow(search, choose(member_scores(search.scores, m))[0]) for m in members}
+        best = {m: choose(member_scores(search.scores, m))[0] for m in members}
+        grown = {m: self._grow(search, g, 0 if g in own else None) for m, g in best.items()}
         best_key = self._results_table(search, len(search.folds))
         self.prior_score_ = float(
             np.mean([prior_score(part, held, self.scoring) for part, held in search.parts])
@@ -321,11 +337,14 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         chosen = [self._refitted(search, base, sets, classes, c) for c in chosen]
         self._write_choice(base, search, chosen, best_key, classes, considered, score)
 
-    def _grow(self, search: CandidateSearch, group: Group):
+    def _grow(self, search: CandidateSearch, group: Group, extensions: int | None = None):
         """``(group, choice)``: ``group``'s ``l2`` path grown past an edge of its best score.
 
-        :func:`dpp.selection.choose_on_path`, up to ``max_extensions`` values on each side.
+        :func:`dpp.selection.choose_on_path`, up to ``extensions`` values on each side
+        (``None``: ``max_extensions``).
         """
+        if extensions is None:
+            extensions = int(self.max_extensions)
 
         def score_new(l2: float) -> float:
             # weaker than the path: continue each fold's path; stronger: a fresh fit
@@ -335,7 +354,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
 
         path = [v for g, v in search.scores if g == group]
         means = [float(search.scores[group, v].mean()) for v in path]
-        return group, choose_on_path(path, means, score_new, int(self.max_extensions))
+        return group, choose_on_path(path, means, score_new, extensions)
 
     def _member(self, search, member, group, choice) -> MemberChoice:
         """One member's choice by the rule and its position (with its edge warning), unfitted.
@@ -460,11 +479,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             )
         check.check_table(self, self.PARAMETER_RULES)
 
-    def _checked(self) -> tuple[PrototypeClassifier, list[Group], bool]:
-        """``(estimator to tune, candidate groups, whether rounds are chosen)``, checked.
+    def _checked(self) -> tuple[PrototypeClassifier, list[Group], bool, dict[Group, float]]:
+        """``(estimator to tune, candidate groups, whether rounds are chosen, own)``, checked.
 
         A group is a ``K`` with a pooling and an embedding (each ``None`` where the estimator
-        has no such parameter or keeps its own); ``l2`` runs along a path within each.
+        has no such parameter or keeps its own); ``l2`` runs along a path within each, but for
+        the groups of ``own`` (``embedding_grid="own"``: group -> the embedded estimator's own
+        ``l2``), each scored at that one value.
 
         Raises:
             ValueError: naming the setting (see :meth:`fit`).
@@ -485,10 +506,20 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             embeddings = list(self.embedding)
         if isinstance(base, EmbeddedDPPClassifier):  # None: its own widths (it has no other)
             embeddings = [tuple(params["embedding"]) if e is None else e for e in embeddings]
-        candidates = [
-            Group(int(k), p, None if e is None else check.Widths()("embedding", e))
-            for e in embeddings for p in poolings for k in ks
-        ]  # fmt: skip
+        candidates, own = [], {}
+        for e in embeddings:
+            if e is not None and self.embedding_grid == "own":  # the embedded class's settings
+                own_base = isinstance(base, EmbeddedDPPClassifier)
+                alone = base if own_base else EmbeddedDPPClassifier()
+                widths = check.Widths()("embedding", e)
+                group = Group(int(alone.n_prototypes), alone.pooling, widths)
+                candidates.append(group)
+                own[group] = float(alone.l2)
+                continue
+            candidates += [
+                Group(int(k), p, None if e is None else check.Widths()("embedding", e))
+                for p in poolings for k in ks
+            ]  # fmt: skip
         by_round = self.select_rounds and base.fold_fits == "rounds"
         if by_round and self.scoring != "log_likelihood":
             raise ValueError(
@@ -497,7 +528,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             )
         if by_round:
             base = clone(base).set_params(validation_fraction=0.0)  # the folds hold out instead
-        return base, list(dict.fromkeys(candidates)), by_round
+        return base, list(dict.fromkeys(candidates)), by_round, own
 
     def _results_table(self, search: CandidateSearch, num_folds: int) -> tuple[Group, float]:
         """Sets ``cv_results_`` (scikit-learn's layout) and ``best_index_``; returns that key.

@@ -7,7 +7,9 @@
   best candidate refitted: the default before the broad benchmark), ``dpp_selection`` (the
   members kept by forward selection, ``rule="ensemble_selection"``) and
   ``dpp_selection_embedded`` (the same with a member on a learned embedding for each pooling,
-  ``embedding=(None, EMBEDDING)``), ``dpp_1se``,
+  ``embedding=(None, EMBEDDING)``), ``dpp_selection_embedded_own`` (one embedded member, on
+  ``EmbeddedDPPClassifier()``'s own ``K``, pooling and ``l2``: ``embedding_grid="own"``),
+  ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
@@ -204,6 +206,11 @@ METHODS: dict[str, Callable] = {
     # learned embedding should join the default's, or replace them)
     "dpp_selection": _dpp_cv(rule="ensemble_selection"),
     "dpp_selection_embedded": _dpp_cv(rule="ensemble_selection", embedding=(None, EMBEDDING)),
+    # the same with one embedded member on EmbeddedDPPClassifier()'s own K, pooling and l2
+    # (one fit per fold instead of poolings x l2 values)
+    "dpp_selection_embedded_own": _dpp_cv(
+        rule="ensemble_selection", embedding=(None, EMBEDDING), embedding_grid="own"
+    ),
     # dpp's ensemble from three separate selections (the same to the bit); the paper's pooling
     # over 3 k-means seeds
     "dpp_ensemble": _ensemble(),
