@@ -238,4 +238,18 @@ def test_an_attribute_the_default_ensemble_lacks_says_where_to_find_it():
         search.prototypes_  # noqa: B018
     with pytest.raises(AttributeError, match="'DPPClassifierCV' object has no attribute 'weights'"):
         search.weights  # noqa: B018
+    with pytest.raises(AttributeError, match=r"per-vector evidence: instance_scores\(X\)"):
+        search.attention_weights  # noqa: B018
     assert search.classes_.tolist() == [0, 1]  # its own attributes, and the refit's, as before
+
+
+def test_attention_weights_on_a_model_without_attention_names_its_per_vector_evidence():
+    """Issue 53: ``attention_weights`` (attention MIL's reading) was a bare ``AttributeError``
+    on the default model; every set classifier without it names what it has instead."""
+    for est in (dpp.DPPClassifier(), dpp.DPPClassifierCV(), dpp.SetEnsembleClassifier([])):
+        assert not hasattr(est, "attention_weights")
+        with pytest.raises(AttributeError, match=r"instance_scores\(X\).* or instance_proba\(X\)"):
+            est.attention_weights  # noqa: B018
+    with pytest.raises(AttributeError, match="'DPPClassifier' object has no attribute 'weights'"):
+        dpp.DPPClassifier().weights  # noqa: B018
+    assert callable(dpp.AttentionMILClassifier().attention_weights)  # its own, untouched

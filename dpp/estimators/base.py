@@ -55,6 +55,32 @@ EXPERIMENT_PARAMS = (
 )
 
 
+#: Per-vector readings that other set models give under their own name: what a set classifier
+#: here offers in their place (:func:`missing_attribute`).
+INSTEAD = {
+    "attention_weights": {
+        "instance_scores": "each vector's part of its set's class scores",
+        "instance_proba": "each vector classified as a set of its own",
+    },
+}
+
+
+def missing_attribute(owner, name: str) -> AttributeError:
+    """The ``AttributeError`` for ``owner.name``, saying what to use where another model has it.
+
+    For a name of :data:`INSTEAD` (attention MIL's ``attention_weights``), the methods of
+    ``owner``'s class that give that reading; otherwise Python's own message.
+    """
+    cls = type(owner).__name__
+    offered = {m: what for m, what in INSTEAD.get(name, {}).items() if hasattr(type(owner), m)}
+    if not offered:
+        return AttributeError(f"{cls!r} object has no attribute {name!r}")
+    uses = " or ".join(f"{m}(X) ({what})" for m, what in offered.items())
+    return AttributeError(
+        f"{cls} has no {name!r} (an attention network's); its per-vector evidence: {uses}"
+    )
+
+
 class SetClassifierMixin:
     """What every set classifier derives from its ``predict_log_proba``: one definition each.
 
@@ -68,6 +94,10 @@ class SetClassifierMixin:
     def predict_log_proba(self, X) -> np.ndarray:  # pragma: no cover (every root defines it)
         """``[N, C]`` float64 log class probabilities, columns in ``classes_``."""
         raise NotImplementedError
+
+    def __getattr__(self, name):
+        # only where normal lookup failed: a name of another set model says what to use here
+        raise missing_attribute(self, name)
 
     def predict_proba(self, X) -> np.ndarray:
         """``[N, C]`` float64 class probabilities, columns in ``classes_`` (rows sum to 1).

@@ -14,7 +14,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from dpp import params as check
 from dpp.errors import warn_caller
-from dpp.estimators.base import SCORINGS, PrototypeClassifier, SetClassifierMixin, resolve_seed
+from dpp.estimators.base import (
+    SCORINGS,
+    PrototypeClassifier,
+    SetClassifierMixin,
+    missing_attribute,
+    resolve_seed,
+)
 from dpp.estimators.candidates import (
     EMBEDDING_GRIDS,
     NOT_TUNED,
@@ -597,10 +603,11 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             raise AttributeError(
                 f"{type(self).__name__}'s refitted {type(best).__name__} has no attribute {name!r}"
             ) from None
-        raise AttributeError(
-            f"{type(self).__name__!r} object has no attribute {name!r}"
-            + ("" if best is not None else " (not fitted yet?)" if name.endswith("_") else "")
-        )
+        if name.endswith("_") and best is None:
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r} (not fitted yet?)"
+            )
+        raise missing_attribute(self, name)
 
     def _best(self):
         check_is_fitted(self, "best_estimator_")
