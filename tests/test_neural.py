@@ -207,8 +207,9 @@ def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     with pytest.raises(ValueError, match="max_iter"):
         dpp.EmbeddedDPPClassifier(theta_options={"max_iter": 5}).check_params()
     search = dpp.DPPClassifierCV(dpp.EmbeddedDPPClassifier(embedding=(8,)), pooling=["mean"])
-    _, groups, by_round = search._checked()
+    _, groups, by_round, own = search._checked()
     assert groups == [Group(16, "mean", (8,))] and not by_round  # its own K (16 by default)
+    assert own == {}  # on the grid's l2 path (embedding_grid="grid")
 
 
 def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):

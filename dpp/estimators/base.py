@@ -96,8 +96,11 @@ class SetClassifierMixin:
         raise NotImplementedError
 
     def __getattr__(self, name):
-        # only where normal lookup failed: a name of another set model says what to use here
-        raise missing_attribute(self, name)
+        # only where normal lookup failed: a name of another set model says what to use here;
+        # any other name fails as it did (a property's own AttributeError, raised again)
+        if name in INSTEAD:
+            raise missing_attribute(self, name)
+        return object.__getattribute__(self, name)
 
     def predict_proba(self, X) -> np.ndarray:
         """``[N, C]`` float64 class probabilities, columns in ``classes_`` (rows sum to 1).
