@@ -7,10 +7,12 @@ from typing import NamedTuple
 
 from sklearn.base import clone
 
+from dpp import params as check
 from dpp.errors import warn_caller
+from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.model.report import CLEAN_STATUSES
-from dpp.pooling import simplicity
+from dpp.pooling import POOLINGS, simplicity
 
 #: The held-out share with which a candidate on an embedding stops early within a fold.
 DEFAULT_VALIDATION_FRACTION = 0.2
@@ -63,6 +65,54 @@ def candidate(base, group: Group, **params):
     if group.embedding is None or isinstance(base, EmbeddedDPPClassifier):
         return clone(base).set_params(**group.params(), **params)
     return EmbeddedDPPClassifier.like(base, **group.params(), **params)
+
+
+def candidate_groups(
+    base, n_prototypes, pooling, embedding, embedding_grid: str = "grid"
+) -> tuple[list[Group], dict[Group, float]]:
+    """The candidate groups of :class:`DPPClassifierCV` over ``base``, and those not on a path.
+
+    Every embedding (``None``: the paper's model) crossed with every pooling and ``K`` (each
+    ``None`` where ``base`` has no such parameter or keeps its own), ``l2`` running along a path
+    within each; with ``embedding_grid="own"``, an embedding is instead one group on the
+    embedded estimator's own ``K`` and pooling (``base``'s for an
+    :class:`~dpp.EmbeddedDPPClassifier`, else ``EmbeddedDPPClassifier()``'s), scored at its own
+    ``l2`` alone.
+
+    Args:
+        base: the tuned prototype estimator.
+        n_prototypes: the ``K`` values (``None``: ``base``'s own).
+        pooling: the poolings (``None``: ``base``'s own, or none).
+        embedding: the embeddings, widths or ``None`` for the paper's model (``None``: none).
+        embedding_grid: one of :data:`EMBEDDING_GRIDS`.
+
+    Returns:
+        ``(groups, own)``: the distinct groups in order, and ``own``: group -> its one ``l2``.
+
+    Raises:
+        ValueError: an unknown pooling or bad widths.
+    """
+    ks = [base.n_prototypes] if n_prototypes is None else list(n_prototypes)
+    params = base.get_params()
+    poolings = [None]
+    if pooling is not None and "pooling" in params:
+        poolings = [check.choice("pooling", p, POOLINGS) for p in pooling]
+    embeddings = [None]  # embedding candidates: over the paper's model or the embedded one
+    if embedding is not None and isinstance(base, DPPClassifier | EmbeddedDPPClassifier):
+        embeddings = list(embedding)
+    if isinstance(base, EmbeddedDPPClassifier):  # None: its own widths (it has no other)
+        embeddings = [tuple(params["embedding"]) if e is None else e for e in embeddings]
+    groups, own = [], {}
+    for e in embeddings:
+        widths = None if e is None else check.Widths()("embedding", e)
+        if widths is not None and embedding_grid == "own":  # the embedded class's settings
+            alone = base if isinstance(base, EmbeddedDPPClassifier) else EmbeddedDPPClassifier()
+            group = Group(int(alone.n_prototypes), alone.pooling, widths)
+            groups.append(group)
+            own[group] = float(alone.l2)
+        else:
+            groups += [Group(int(k), p, widths) for p in poolings for k in ks]
+    return list(dict.fromkeys(groups)), own
 
 
 def refit_params(key: tuple, rounds: int | None) -> dict:

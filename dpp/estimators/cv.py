@@ -26,16 +26,16 @@ from dpp.estimators.candidates import (
     NOT_TUNED,
     Group,
     MemberChoice,
+    candidate_groups,
     member_name,
     refit_estimator,
     refit_params,
     warn_unclean_choice,
 )
 from dpp.estimators.dpp import DPPClassifier
-from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.ensemble import COMBINES, SetEnsembleClassifier
 from dpp.estimators.inputs import labelled_sets
-from dpp.estimators.search import CandidateSearch, prior_score, refit
+from dpp.estimators.search import CandidateSearch, prior_score, refit, results_table
 from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS
 from dpp.selection import (
@@ -488,10 +488,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
     def _checked(self) -> tuple[PrototypeClassifier, list[Group], bool, dict[Group, float]]:
         """``(estimator to tune, candidate groups, whether rounds are chosen, own)``, checked.
 
-        A group is a ``K`` with a pooling and an embedding (each ``None`` where the estimator
-        has no such parameter or keeps its own); ``l2`` runs along a path within each, but for
-        the groups of ``own`` (``embedding_grid="own"``: group -> the embedded estimator's own
-        ``l2``), each scored at that one value.
+        The groups and ``own`` (those scored at one ``l2``) of :func:`candidate_groups`.
 
         Raises:
             ValueError: naming the setting (see :meth:`fit`).
@@ -502,30 +499,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             raise TypeError(NOT_TUNED.get(type(base).__name__, NOT_TUNED[None]).format(
                 name=type(base).__name__
             ))  # fmt: skip
-        ks = [base.n_prototypes] if self.n_prototypes is None else list(self.n_prototypes)
-        params = base.get_params()
-        poolings = [None]
-        if self.pooling is not None and "pooling" in params:
-            poolings = [check.choice("pooling", p, POOLINGS) for p in self.pooling]
-        embeddings = [None]  # embedding candidates: over the paper's model or the embedded one
-        if self.embedding is not None and isinstance(base, DPPClassifier | EmbeddedDPPClassifier):
-            embeddings = list(self.embedding)
-        if isinstance(base, EmbeddedDPPClassifier):  # None: its own widths (it has no other)
-            embeddings = [tuple(params["embedding"]) if e is None else e for e in embeddings]
-        candidates, own = [], {}
-        for e in embeddings:
-            if e is not None and self.embedding_grid == "own":  # the embedded class's settings
-                own_base = isinstance(base, EmbeddedDPPClassifier)
-                alone = base if own_base else EmbeddedDPPClassifier()
-                widths = check.Widths()("embedding", e)
-                group = Group(int(alone.n_prototypes), alone.pooling, widths)
-                candidates.append(group)
-                own[group] = float(alone.l2)
-                continue
-            candidates += [
-                Group(int(k), p, None if e is None else check.Widths()("embedding", e))
-                for p in poolings for k in ks
-            ]  # fmt: skip
+        candidates, own = candidate_groups(
+            base, self.n_prototypes, self.pooling, self.embedding, self.embedding_grid
+        )
         by_round = self.select_rounds and base.fold_fits == "rounds"
         if by_round and self.scoring != "log_likelihood":
             raise ValueError(
@@ -534,50 +510,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             )
         if by_round:
             base = clone(base).set_params(validation_fraction=0.0)  # the folds hold out instead
-        return base, list(dict.fromkeys(candidates)), by_round, own
+        return base, candidates, by_round, own
 
     def _results_table(self, search: CandidateSearch, num_folds: int) -> tuple[Group, float]:
-        """Sets ``cv_results_`` (scikit-learn's layout) and ``best_index_``; returns that key.
-
-        The row of the rule's choice among every candidate (for the ensemble, the best single
-        candidate's).
-        """
-        candidates = list(search.scores)
-        scores = np.stack([search.scores[c] for c in candidates])
-        mean = scores.mean(axis=1)
-        best = candidates.index(choose(search.scores, self.rule, search.per_round))
-        order = np.argsort(-mean, kind="stable")
-        rank = np.empty(len(candidates), dtype=np.int64)
-        rank[order] = np.arange(1, len(candidates) + 1)
-        self.cv_results_ = {
-            "params": [{**g.params(), "l2": l2} for g, l2 in candidates],
-            "param_n_prototypes": np.array([g.n_prototypes for g, _ in candidates]),
-            "param_pooling": np.array([g.pooling for g, _ in candidates], dtype=object),
-            "param_embedding": np.array([g.embedding for g, _ in candidates], dtype=object),
-            "param_l2": np.array([l2 for _, l2 in candidates]),
-            "mean_test_score": mean,
-            "std_test_score": scores.std(axis=1),
-            **{f"split{f}_test_score": scores[:, f] for f in range(num_folds)},
-            "rank_test_score": rank,
-            **search.times(candidates),
-            **(
-                {"rounds": np.array([search.rounds.get(c) for c in candidates], dtype=object)}
-                if search.by_round
-                else {}
-            ),
-            **{
-                f"split{f}_fit_status": np.array(
-                    [search.statuses[c][f] for c in candidates], dtype=object
-                )
-                for f in range(num_folds)
-            },
-            "fit_status": np.array(
-                ["/".join(sorted({str(s) for s in search.statuses[c]})) for c in candidates],
-                dtype=object,
-            ),
-        }
-        self.best_index_ = int(best)
-        return candidates[best]
+        """Sets ``cv_results_`` and ``best_index_`` (:func:`results_table`); returns that key."""
+        best = choose(search.scores, self.rule, search.per_round)
+        self.cv_results_, self.best_index_ = results_table(search, best, num_folds)
+        return best
 
     def __getattr__(self, name):
         # fitted attributes of the refitted estimator (prototypes_, beta_, theta_, model_, ...)

@@ -453,6 +453,56 @@ class CandidateSearch:
             )
 
 
+def results_table(search: CandidateSearch, best: tuple, num_folds: int) -> tuple[dict, int]:
+    """``(cv_results_, best_index_)`` of a :class:`~dpp.DPPClassifierCV` from its search.
+
+    scikit-learn's layout (``params``, ``param_<name>``, ``mean_test_score``,
+    ``std_test_score``, ``split<i>_test_score``, ``rank_test_score``, the times of
+    :meth:`CandidateSearch.times`), ``rounds`` with ``by_round``, each fold fit's status
+    (``split<i>_fit_status``) and a candidate's distinct ones (``fit_status``); one row per
+    ``(Group, l2)`` scored, in the order scored.
+
+    Args:
+        search: the finished search.
+        best: the ``(Group, l2)`` of the rule's choice (for the ensemble, the best single one).
+        num_folds: the folds.
+    """
+    candidates = list(search.scores)
+    scores = np.stack([search.scores[c] for c in candidates])
+    mean = scores.mean(axis=1)
+    order = np.argsort(-mean, kind="stable")
+    rank = np.empty(len(candidates), dtype=np.int64)
+    rank[order] = np.arange(1, len(candidates) + 1)
+    table = {
+        "params": [{**g.params(), "l2": l2} for g, l2 in candidates],
+        "param_n_prototypes": np.array([g.n_prototypes for g, _ in candidates]),
+        "param_pooling": np.array([g.pooling for g, _ in candidates], dtype=object),
+        "param_embedding": np.array([g.embedding for g, _ in candidates], dtype=object),
+        "param_l2": np.array([l2 for _, l2 in candidates]),
+        "mean_test_score": mean,
+        "std_test_score": scores.std(axis=1),
+        **{f"split{f}_test_score": scores[:, f] for f in range(num_folds)},
+        "rank_test_score": rank,
+        **search.times(candidates),
+        **(
+            {"rounds": np.array([search.rounds.get(c) for c in candidates], dtype=object)}
+            if search.by_round
+            else {}
+        ),
+        **{
+            f"split{f}_fit_status": np.array(
+                [search.statuses[c][f] for c in candidates], dtype=object
+            )
+            for f in range(num_folds)
+        },
+        "fit_status": np.array(
+            ["/".join(sorted({str(s) for s in search.statuses[c]})) for c in candidates],
+            dtype=object,
+        ),
+    }
+    return table, candidates.index(best)
+
+
 def scores_by_round(estimator: DPPClassifier) -> np.ndarray:
     """``[max_rounds + 1]`` validation log-likelihood per set after each round.
 
