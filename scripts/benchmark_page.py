@@ -173,7 +173,7 @@ SECTIONS = (
     },
     {
         "title": "Issue 52: one embedded member on the broad benchmark, in parts",
-        "folders": ("embedded_own_broad", "combine_a", "combine_b"),
+        "folders": ("embedded_own_broad", "combine_a", "combine_b", "peers_digit_bags"),
         "purpose": "Every task, 3 draws x 5 folds planned, one family's task first (2-core CPU, "
         "beside other work: seconds are proportions only; stopped for time where the status "
         "says so, resumed with `--resume`): `DPPClassifierCV(rule=\"ensemble_selection\", "
@@ -181,10 +181,15 @@ SECTIONS = (
         "(`dpp_selection_embedded_own`: the default's members and one on a learned embedding "
         "with `EmbeddedDPPClassifier()`'s own `K`, pooling and `l2`, those whose combination "
         "scores best on the inner folds kept) against the default (`dpp_log_proba`, its fit of "
-        "issue 53's run, the same units). The decision needs every unit; until then the "
-        "table is where it stands.",
-        "methods": ("dpp_selection_embedded_own", "dpp_log_proba"),
-        "pairs": [("dpp_selection_embedded_own", "dpp_log_proba")],
+        "issue 53's run, the same units), and on the digit bags against the selected networks "
+        "(`peers_digit_bags`, where both ran a unit). The decision needs every unit; until "
+        "then the table is where it stands.",
+        "methods": ("dpp_selection_embedded_own", "dpp_log_proba", "attention_mil_cv",
+                    "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_selection_embedded_own", "dpp_log_proba"),
+                  ("dpp_selection_embedded_own", "attention_mil_cv"),
+                  ("dpp_selection_embedded_own", "gated_mil_cv"),
+                  ("dpp_selection_embedded_own", "deep_sets_cv")],
         "decision": (("dpp_selection_embedded_own",), "dpp_log_proba"),
     },
 )  # fmt: skip

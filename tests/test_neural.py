@@ -453,3 +453,29 @@ def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_fo
     np.testing.assert_allclose(again.predict_proba(X), alone.predict_proba(X), atol=1e-6)
     with pytest.raises(ValueError, match="embedding_grid"):
         dpp.DPPClassifierCV(embedding_grid="every").fit(X, y)
+
+
+def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_own_settings():
+    """:func:`candidate_groups`: every embedding x pooling x ``K`` on the ``l2`` path
+    (``grid``), or one group per embedding at the embedded estimator's own settings (``own``)."""
+    from dpp.estimators.candidates import Group, candidate_groups
+
+    base = dpp.DPPClassifier(n_prototypes=4)
+    grid, own = candidate_groups(base, [2, 3], ["mean", "max"], [None, (8,)])
+    assert own == {} and len(grid) == 2 * 2 * 2
+    assert grid[:4] == [Group(2, "mean"), Group(3, "mean"), Group(2, "max"), Group(3, "max")]
+    assert grid[4:] == [Group(k, p, (8,)) for p in ("mean", "max") for k in (2, 3)]
+    alone = dpp.EmbeddedDPPClassifier()
+    groups, own = candidate_groups(base, [2, 3], ["mean", "max"], [None, [8]], "own")
+    embedded = Group(alone.n_prototypes, alone.pooling, (8,))
+    assert groups == [*grid[:4], embedded] and own == {embedded: alone.l2}
+    tuned = dpp.EmbeddedDPPClassifier(n_prototypes=5, pooling="max", l2=0.3, embedding=(6,))
+    assert candidate_groups(tuned, None, ["mean"], None, "own") == (
+        [Group(5, "max", (6,))],
+        {Group(5, "max", (6,)): 0.3},
+    )  # its own widths (None: the estimator's) on its own K, pooling and l2
+    assert candidate_groups(tuned, None, ["mean"], None)[0] == [Group(5, "mean", (6,))]
+    standard = dpp.StandardPrototypeClassifier(n_prototypes=3)  # no pooling, no embedding
+    assert candidate_groups(standard, None, ["mean", "max"], [None, (8,)]) == ([Group(3)], {})
+    with pytest.raises(ValueError, match="pooling"):
+        candidate_groups(base, None, ["median"], None)
