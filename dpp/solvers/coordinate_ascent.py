@@ -188,6 +188,44 @@ class _RoundState(NamedTuple):
     best_round: jax.Array  # [] int32 its round
 
 
+def _first_diagnostics(rows: int, theta_result, params, dtype) -> StepDiagnostics:
+    """The per-round diagnostics of ``rows`` rounds, row 0 holding the start's Theta-step."""
+    return StepDiagnostics(
+        prototype_iters=jnp.zeros(rows, jnp.int32),
+        theta_iters=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.num_iter),
+        prototype_accepted=jnp.zeros(rows, bool),
+        theta_accepted=jnp.zeros(rows, bool),
+        linesearch_failures=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.linesearch_failures),
+        grad_norm=jnp.full(rows, jnp.nan, dtype),
+        log_beta=jnp.zeros(rows, dtype).at[0].set(jnp.mean(params.log_beta)),
+    )
+
+
+def _validation_score(validation, dtype):
+    """``(has_val, validate)``: early stopping's held-out score of a round's parameters (traced).
+
+    ``validate(params)`` is the weighted mean log-likelihood per validation set, NaN without
+    validation sets; validation sets of zero total weight (a refit that shares the
+    early-stopping fit's program) turn early stopping off (``has_val`` false: no score, no
+    patience, the last round returned). ``has_val`` is ``None`` without validation sets.
+    """
+    has_val = None if validation is None else jnp.sum(validation.weights) > 0
+    nan = jnp.array(jnp.nan, dtype)
+
+    def score(params):
+        if validation.packing is not None:  # blocks of sets weighted 0 are skipped
+            total = packed_log_likelihood(validation, *params)
+            return (total / jnp.sum(validation.weights)).astype(dtype)
+        return mean_log_likelihood(params, validation, weighted=True).astype(dtype)
+
+    def validate(params):
+        if validation is None:
+            return nan
+        return jax.lax.cond(has_val, score, lambda _: nan, params)
+
+    return has_val, validate
+
+
 def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, joint: bool):
     """The round loop shared by coordinate ascent and the joint fit (traced)."""
     cap = jnp.int32(settings.max_rounds)
@@ -196,31 +234,8 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     params, theta_result = traced_theta_step(params0, sets, settings)
     value = objective(params, sets, settings.l2, settings.prior)
     rows = settings.max_rounds + 1
-    diag = StepDiagnostics(
-        prototype_iters=jnp.zeros(rows, jnp.int32),
-        theta_iters=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.num_iter),
-        prototype_accepted=jnp.zeros(rows, bool),
-        theta_accepted=jnp.zeros(rows, bool),
-        linesearch_failures=jnp.zeros(rows, jnp.int32).at[0].set(theta_result.linesearch_failures),
-        grad_norm=jnp.full(rows, jnp.nan, value.dtype),
-        log_beta=jnp.zeros(rows, value.dtype).at[0].set(jnp.mean(params.log_beta)),
-    )
-
-    # validation sets of zero total weight (a refit that shares the early-stopping fit's
-    # program) turn early stopping off: no score, no patience, the last round returned
-    has_val = None if validation is None else jnp.sum(validation.weights) > 0
-    nan = jnp.array(jnp.nan, value.dtype)
-
-    def score(params):
-        if validation.packing is not None:  # blocks of sets weighted 0 are skipped
-            total = packed_log_likelihood(validation, *params)
-            return (total / jnp.sum(validation.weights)).astype(value.dtype)
-        return mean_log_likelihood(params, validation, weighted=True).astype(value.dtype)
-
-    def validate(params):
-        if validation is None:
-            return nan
-        return jax.lax.cond(has_val, score, lambda _: nan, params)
+    diag = _first_diagnostics(rows, theta_result, params, value.dtype)
+    has_val, validate = _validation_score(validation, value.dtype)
 
     def trace(x0):
         return jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(x0)
