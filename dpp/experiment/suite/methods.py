@@ -54,10 +54,10 @@ L2S = (1e-3, 1e-2, 1e-1, 1.0)
 EMBEDDING, EMBEDDED_K = (256, 128, 64), 16
 
 
-def _dpp_cv(pooling=None, **options):
+def _dpp_cv(pooling=None, base_options=None, **options):
     def make(k: int, seed: int):
         extra = {} if pooling is None else {"pooling": pooling}
-        base = ESTIMATORS["dpp"](n_prototypes=k, random_state=seed)
+        base = ESTIMATORS["dpp"](n_prototypes=k, random_state=seed, **(base_options or {}))
         cv = options.get("cv", 3)
         if cv == "repeated":  # 2 x 3 folds, the same rule on twice the folds
             cv = RepeatedStratifiedKFold(n_splits=3, n_repeats=2, random_state=seed)
@@ -195,6 +195,9 @@ METHODS: dict[str, Callable] = {
     "dpp_log_proba": _dpp_cv(combine="log_proba"),
     "dpp_mean": _dpp_cv(["mean"]),
     "dpp_max": _dpp_cv(["max"]),
+    # max pooling from the best of 5 k-means runs (issue 53: with one run, no centre may land
+    # on a rare witness, and a max-pooled prototype does not move there)
+    "dpp_max_ninit5": _dpp_cv(["max"], {"kmeans_n_init": 5}),
     "dpp_gem": _dpp_cv(["gem"]),
     # selection rules: the simplest candidate within one s.e. of the best, and the best on
     # 2 x 3 repeated inner folds
