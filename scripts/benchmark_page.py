@@ -142,6 +142,19 @@ SECTIONS = (
         "instance_pairs": [("dpp_max_ninit5", "dpp_max", "proba_instance_auc")],
     },
     {
+        "title": "Issue 53: the default from several k-means runs, a first screen",
+        "folders": ("default_kmeans_inits_screen",),
+        "purpose": "The rare-witness task alone, 3 draws x 5 folds (2-core CPU, beside other "
+        "work: seconds are proportions only): `DPPClassifierCV()` (`dpp`, one k-means run per "
+        "member) against the same with the best of five runs (`dpp_ninit5`, "
+        "`DPPClassifier(kmeans_n_init=5)` as its base). A screen of the task where max "
+        "pooling's start was seen to matter, not a decision: a default changes only by the "
+        "broad benchmark.",
+        "pairs": [("dpp_ninit5", "dpp")],
+        "decision": None,
+        "instance_pairs": [("dpp_ninit5", "dpp"), ("dpp_ninit5", "dpp", "proba_instance_auc")],
+    },
+    {
         "title": "Issue 52: the default against the selected networks, in parts",
         "folders": ("peers_digit_bags",),
         "purpose": "The four digit-bag tasks, 3 draws x 5 folds planned (2-core CPU, run beside "

@@ -13,9 +13,11 @@
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
-  fix the pooling; ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned
-  embedding (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16, no dropout: the
-  class's former defaults), ``dpp_embedded`` the class's defaults, and
+  fix the pooling; ``dpp_max_ninit5`` and ``dpp_ninit5`` are ``dpp_max`` and ``dpp`` from the
+  best of five k-means runs (``kmeans_n_init=5``); ``dpp_embedded_mean`` and
+  ``dpp_embedded_max`` are DPP on a learned embedding
+  (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16, no dropout: the class's former
+  defaults), ``dpp_embedded`` the class's defaults, and
   ``dpp_embedded_{mean,max,gem}_dropout``, ``dpp_embedded_{max,gem}_dropout_normalized`` and
   ``dpp_embedded_max_dropout_p40`` (patience 40 epochs) the remedies measured against them
   (all with the networks' weight decay, 5e-3, on the embedding); ``dpp_embedded_wd_5e-2`` and
@@ -195,9 +197,10 @@ METHODS: dict[str, Callable] = {
     "dpp_log_proba": _dpp_cv(combine="log_proba"),
     "dpp_mean": _dpp_cv(["mean"]),
     "dpp_max": _dpp_cv(["max"]),
-    # max pooling from the best of 5 k-means runs (issue 53: with one run, no centre may land
-    # on a rare witness, and a max-pooled prototype does not move there)
+    # max pooling, and the default, from the best of 5 k-means runs (issue 53: with one run,
+    # no centre may land on a rare witness, and a max-pooled prototype does not move there)
     "dpp_max_ninit5": _dpp_cv(["max"], {"kmeans_n_init": 5}),
+    "dpp_ninit5": _dpp_cv(base_options={"kmeans_n_init": 5}),
     "dpp_gem": _dpp_cv(["gem"]),
     # selection rules: the simplest candidate within one s.e. of the best, and the best on
     # 2 x 3 repeated inner folds
