@@ -129,7 +129,7 @@ SECTIONS = (
     {
         "title": "Issue 53: max pooling from several k-means runs",
         "folders": ("max_kmeans_inits",),
-        "purpose": "The five witness tasks, 3 draws x 5 folds planned (2-core CPU, beside "
+        "purpose": "The five witness tasks, 3 draws x 5 folds (2-core CPU, beside "
         "other work: seconds are proportions only): `DPPClassifierCV(pooling=['max'])` from "
         "one k-means run (`dpp_max`, `kmeans_n_init=1`, the estimator's default) against the "
         "best of five (`dpp_max_ninit5`). Where a witness is rare (`witness_d20_r01`: about "
