@@ -199,7 +199,7 @@ METHODS: dict[str, Callable] = {
     "dpp_max": _dpp_cv(["max"]),
     # max pooling, and the default, from the best of 5 k-means runs (issue 53: with one run,
     # no centre may land on a rare witness, and a max-pooled prototype does not move there)
-    "dpp_max_ninit5": _dpp_cv(["max"], {"kmeans_n_init": 5}),
+    "dpp_max_ninit5": _dpp_cv(["max"], base_options={"kmeans_n_init": 5}),
     "dpp_ninit5": _dpp_cv(base_options={"kmeans_n_init": 5}),
     "dpp_gem": _dpp_cv(["gem"]),
     # selection rules: the simplest candidate within one s.e. of the best, and the best on
