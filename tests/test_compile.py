@@ -38,8 +38,9 @@ def test_bucket_sizes_step_by_at_most_a_quarter():
     ("dim", "max_size", "classes", "scale", "offset", "per_prototype"),
     [
         (3, 5, 2, 1.0, 0.0, False),
-        (7, 40, 3, 1e-3, 0.0, True),
-        (20, 13, 4, 1e3, 1e4, False),
+        # two more shapes and scales, in the extended tier (about 10 s each)
+        pytest.param(7, 40, 3, 1e-3, 0.0, True, marks=pytest.mark.extended),
+        pytest.param(20, 13, 4, 1e3, 1e4, False, marks=pytest.mark.extended),
         (2, 1, 2, 1.0, -5.0, True),  # singleton sets only
     ],
 )

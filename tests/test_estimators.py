@@ -349,6 +349,7 @@ def test_as_sets_refuses_a_flat_array():
         as_sets(np.zeros((5, 3)))
 
 
+@pytest.mark.extended  # an end-to-end CLI run (over 10 s): the default tier keeps near 5 minutes
 def test_experiment_with_dpp_cv_reports_the_choice(tmp_path):
     overrides = ["l2_selection.kind=dpp_cv", "l2_selection.folds=2"]
     overrides += ["~baselines.standard", "~baselines.pooling", "~baselines.bag_of_words"]

@@ -196,6 +196,7 @@ def test_run_writes_results_table_and_figures(tmp_path):
     assert results["summary"] == on_disk["summary"]
 
 
+@pytest.mark.extended  # two end-to-end CLI runs (over 7 s): the default tier keeps near 5 minutes
 def test_same_seed_repeats_exactly(tmp_path):
     cfg = _compose(FAST + ["trials=2"])
     first = run(cfg, output_dir=tmp_path / "a")

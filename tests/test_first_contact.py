@@ -62,6 +62,7 @@ def test_the_readmes_first_command_installs_what_the_main_job_needs_and_no_extra
         assert "pip install -e '.[test]'" in second and second.endswith("python -m pytest -n 2")
 
 
+@pytest.mark.extended  # a subprocess run of the CLI: the default tier keeps near 5 minutes
 def test_help_says_what_dpp_is_its_groups_and_where_the_docs_are():
     """Issue 56: --help opens with what dpp is; it lists every option of the user-facing groups
     (and only those that exist), not the internal dpp_defaults groups; it names the docs."""
@@ -84,6 +85,7 @@ def test_help_says_what_dpp_is_its_groups_and_where_the_docs_are():
         assert options == files, (group, options ^ files)
 
 
+@pytest.mark.extended  # a subprocess run of the page script: the default tier keeps near 5 minutes
 def test_the_benchmark_page_is_what_the_committed_records_give():
     """docs/benchmarks.md is generated from benchmarks/*/suite.json, never typed (issue 52)."""
     out = subprocess.run(

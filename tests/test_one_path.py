@@ -58,6 +58,7 @@ def _same(saved_path, estimator, test):
     assert estimator.fit_report_.rounds == saved.fit_report_.rounds
 
 
+@pytest.mark.extended  # an end-to-end CLI run (over 10 s): the default tier keeps near 5 minutes
 def test_cli_with_shared_lambda_equals_the_estimators(tmp_path, split):
     X, y, test = split
     results = run(_compose([*CLI, "l2_selection.kind=cv"]), output_dir=tmp_path)
@@ -100,6 +101,7 @@ def test_cli_with_dpp_cv_equals_dpp_classifier_cv(tmp_path, split):
 QUICK_THETA = {"optimizer_options": QUICK["optimizer_options"]}
 
 
+@pytest.mark.extended  # an end-to-end CLI run (over 10 s): the default tier keeps near 5 minutes
 def test_pooled_baselines_take_the_trials_pca_map(tmp_path, split):
     """The pooled baselines have no ``pca_components``: the trial hands them its map prefit, so
     the bag-of-words codes the k-means centres of the projected vectors it is given."""

@@ -336,6 +336,7 @@ def test_witness_sets_hold_a_witness_exactly_when_positive():
     assert np.all(per_set[~positive] == 0)
 
 
+@pytest.mark.extended  # end-to-end suite runs (over 9 s): the default tier keeps near 5 minutes
 def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
     """``experiment=suite`` through the CLI's ``run``: records per (fold, method), the files,
     a refusal to overwrite, a resume that keeps the finished task, and unknown names refused."""

@@ -91,6 +91,7 @@ def test_baseline_alone_skips_the_figure_that_needs_dpp(tmp_path):
     assert not (tmp_path / "figure1.png").exists()
 
 
+@pytest.mark.extended  # an end-to-end CLI run (over 8 s): the default tier keeps near 5 minutes
 def test_partition_map_without_a_spatial_split_is_skipped_up_front(tmp_path):
     results = run(_compose(FAST + ["figures=[partition_map]"]), output_dir=tmp_path)
     assert results["skipped_figures"] == {"partition_map": "needs a spatial_blocks split"}
@@ -106,6 +107,7 @@ def test_huge_beta_scale_is_finite_and_flagged(tmp_path):
     assert "Warnings:" in (tmp_path / "table.md").read_text()
 
 
+@pytest.mark.extended  # an end-to-end CLI run (over 7 s): the default tier keeps near 5 minutes
 def test_adam_still_improving_is_a_warning_not_converged(tmp_path):
     """Was: Adam's non-convergence only showed as `converged: false` deep in results.json."""
     fast = [o for o in FAST if not o.startswith("optimizer.max_iter")]
@@ -225,6 +227,7 @@ def test_stale_heartbeat_from_another_host_reads_as_killed(tmp_path):
     assert run_state(tmp_path, now=beat["time"] + 3600)[0] == "killed"
 
 
+@pytest.mark.extended  # end-to-end CLI runs (over 10 s): the default tier keeps near 5 minutes
 def test_resume_refuses_a_changed_config(tmp_path):
     run(_compose(FAST), output_dir=tmp_path)
     with pytest.raises(

@@ -47,10 +47,11 @@ def test_theta_step_backends_agree_with_sklearn(rng, x64):
     "solver, per_prototype, prior",
     [
         (LBFGSSettings(max_iter=20), False, BetaPrior()),
-        (
+        pytest.param(  # the other backend, in the extended tier (about 10 s)
             LBFGSSettings(backend="lbfgs_jaxopt", max_iter=20),
             True,
             BetaPrior("lognormal", 0.0, 3.0),
+            marks=pytest.mark.extended,
         ),
         (
             AdamSettings(learning_rate=0.05, batch_size=8, epochs=2),
@@ -107,7 +108,7 @@ def test_joint_mode_does_not_decrease_L(small_problem):
         fit_dpp(train, centres, FitSettings(), jax.random.key(0), mode="anneal")
 
 
-@pytest.mark.parametrize("batch_size", [1, 4, 7])
+@pytest.mark.parametrize("batch_size", [1, pytest.param(4, marks=pytest.mark.extended), 7])
 def test_minibatches_partition_the_sets(rng, x64, batch_size):
     """Over one epoch the batches hold every set exactly once: their data terms sum to the
     full-data term, and each scale is N / (real sets in the batch)."""

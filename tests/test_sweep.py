@@ -239,6 +239,7 @@ def test_the_best_job_is_chosen_by_the_objective_and_ties_are_all_marked(tmp_pat
     assert paths["png"].is_file()
 
 
+@pytest.mark.extended  # a subprocess run of a script: the default tier keeps near 5 minutes
 def test_collect_names_the_folder_it_looked_in(tmp_path):
     proc = subprocess.run(
         [sys.executable, "scripts/collect.py", str(tmp_path)],
