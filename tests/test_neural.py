@@ -347,6 +347,37 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
         fit_together([dpp.DPPClassifier()], folds[:1])
 
 
+def test_fits_that_differ_only_in_rate_and_decay_share_one_compiled_program(problem):
+    """Issue 54: the learning rate and the weight decay are traced, not static, so a grid of
+    them (the networks' selection, the embedded model's decays) compiles the training once, and
+    its members batch together, each still bit for bit its fit alone."""
+    from sklearn.base import clone
+
+    from dpp.estimators.adam import fit_together
+    from dpp.experiment.compilation import CompileCounter
+
+    X, y, X_test, _ = problem
+    small = {**SMALL, "max_epochs": 4, "patience": 2}
+    first = dpp.AttentionMILClassifier(**small, learning_rate=1e-3, weight_decay=1e-4).fit(X, y)
+    with CompileCounter() as counter:
+        other = dpp.AttentionMILClassifier(**small, learning_rate=3e-3, weight_decay=0.1)
+        other.fit(X, y)
+    assert not [n for n in counter.names if "train" in n], counter.names
+    assert not np.array_equal(first.predict_proba(X_test), other.predict_proba(X_test))
+    sets = RaggedSets.from_list(X, dpp.one_hot((y == "pos").astype(int), 2))
+    grid = [
+        dpp.AttentionMILClassifier(**small, learning_rate=lr, weight_decay=wd)
+        for lr, wd in ((1e-3, 1e-4), (3e-3, 0.1))
+    ]
+    with CompileCounter() as counter:
+        together = fit_together([clone(e) for e in grid], [sets, sets])
+    assert sum("train_batch" in n for n in counter.names) <= 2  # monitored fits, then refits
+    for est, batched in zip(grid, together, strict=True):
+        est.fit(sets)
+        for a, b in zip(_leaves(est.network_), _leaves(batched.network_), strict=True):
+            np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+
+
 def test_a_validation_value_that_is_not_finite_is_a_failed_fit_naming_the_epoch():
     """Issue 45: a network whose held-out log-likelihood became NaN stopped on patience (NaN
     never improves) and reported ``early_stopped``; it is ``failed``, and says at which epoch."""

@@ -290,7 +290,9 @@ def train_together(
 
     The fixed-step decision of issue 34: members (e.g. a selection's folds x ``l2`` values x
     seeds) whose networks, buckets and validation sets have the same shapes and whose
-    :class:`~dpp.networks.training.TrainSettings` are equal run their monitored fits as one
+    :class:`~dpp.networks.training.TrainSettings` are equal but for the learning rate and the
+    weight decay (traced: :meth:`~dpp.networks.training.TrainSettings.rates`) run their
+    monitored fits as one
     program (:func:`dpp.networks.training.train_batch`), then their refits as another call of
     it, each member for its own number of epochs. Member ``i`` ends where
     ``train_with_early_stopping`` on it alone ends: its split, start, shuffles, dropout and
@@ -340,11 +342,11 @@ def _signature(tree) -> tuple:
 
 
 def _same_shapes(plans: list[MemberPlan], members: list[int], parts) -> list[list[int]]:
-    """``members`` grouped by equal settings and shapes of ``parts(plan)`` and validation."""
+    """``members`` grouped by settings (but the traced rates) and shapes of their parts."""
     groups: dict = {}
     for i in members:
         p = plans[i]
-        key = (p.member.settings, _signature((parts(p), p.validation)))
+        key = (p.member.settings.structure(), _signature((parts(p), p.validation)))
         groups.setdefault(key, []).append(i)
     return list(groups.values())
 
@@ -374,6 +376,7 @@ def _run(plans, group, start: str, buckets: str, caps, monitor: bool, chunk) -> 
         jnp.asarray([caps[i] for i in group], jnp.int32),
         jnp.full(len(group), monitor),
         chunk,
+        np.stack([p.member.settings.rates() for p in chosen]),
     )  # fmt: skip
     return [
         jax.tree.map(lambda a, j=j: a[j] if eqx.is_array(a) else a, result)
@@ -392,8 +395,8 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
     Args:
         estimators: unfitted estimators trained by Adam epochs (:class:`AdamTrained`:
             :class:`NeuralSetClassifier` subclasses and ``EmbeddedDPPClassifier``; for batching,
-            of equal training settings: ``learning_rate``, ``weight_decay``, ``batch_size``,
-            ``max_epochs``, ``patience``; others run in a batch of their own).
+            of equal ``batch_size``, ``max_epochs`` and ``patience``; their learning rates and
+            weight decays may differ; others run in a batch of their own).
         training: each estimator's labelled training sets (:class:`~dpp.sets.RaggedSets`).
         chunk: members vectorised at a time (:func:`train_together`).
 

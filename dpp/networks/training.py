@@ -153,6 +153,11 @@ def bucketize(
 class TrainSettings:
     """Adam and early stopping of the neural models (hashable: static under ``jit``).
 
+    Under ``jit`` only :meth:`structure` is static: the learning rate and the weight decay
+    enter the compiled program as traced values (:meth:`rates`), so fits that differ only in
+    them (a selection's grid of decays, the networks' grid of rates and decays) share one
+    program.
+
     Attributes:
         learning_rate: Adam's step size.
         weight_decay: coupled L2 weight decay (added to the gradient, as PyTorch's
@@ -168,17 +173,28 @@ class TrainSettings:
     max_epochs: int = 100
     patience: int = 20
 
-    def optimizer(self, mask=None) -> optax.GradientTransformation:
+    def optimizer(self, mask=None, rates=None) -> optax.GradientTransformation:
         """``add_decayed_weights`` then ``adam``: PyTorch's Adam with ``weight_decay``.
 
         Args:
             mask: pytree of bools (or a function of the parameters giving one): the leaves
                 weight decay applies to (default: all).
+            rates: ``[2]`` float32 ``(learning_rate, weight_decay)``, traced (:meth:`rates`);
+                default: this object's.
         """
-        return optax.chain(
-            optax.add_decayed_weights(self.weight_decay, mask=mask),
-            optax.adam(self.learning_rate),
-        )
+        lr, decay = (self.learning_rate, self.weight_decay) if rates is None else rates
+        return optax.chain(optax.add_decayed_weights(decay, mask=mask), optax.adam(lr))
+
+    def structure(self) -> TrainSettings:
+        """These settings but the rates (zeroed): what a compiled program is keyed on."""
+        return dataclasses.replace(self, learning_rate=0.0, weight_decay=0.0)
+
+    def rates(self) -> np.ndarray:
+        """``[2]`` float32 ``(learning_rate, weight_decay)``, the traced part of the settings.
+
+        A NumPy array: traced under ``jit`` without a program of its own to build it.
+        """
+        return np.asarray((self.learning_rate, self.weight_decay), np.float32)
 
 
 class TrainResult(NamedTuple):
@@ -284,6 +300,7 @@ def _train(
     settings: TrainSettings,
     epoch_cap: jax.Array,
     monitor: jax.Array,
+    rates: jax.Array | None = None,
 ) -> TrainResult:
     """Trains ``model`` by Adam, with early stopping on the ``validation`` sets if ``monitor``.
 
@@ -299,16 +316,19 @@ def _train(
         buckets: the training sets (:func:`bucketize`).
         validation: held-out sets (in a refit, the monitored fit's, only recorded).
         key: PRNG key (shuffling and dropout).
-        settings: Adam and early stopping (static).
+        settings: Adam and early stopping (static; under :func:`train`, its
+            :meth:`~TrainSettings.structure`).
         epoch_cap: traced int, epochs at most (``<= settings.max_epochs``).
         monitor: traced bool, stop early and keep the best epoch.
+        rates: traced ``[2]`` float32 learning rate and weight decay
+            (:meth:`TrainSettings.rates`); default: ``settings``'.
 
     Returns:
         :class:`TrainResult`.
     """
     params, static = eqx.partition(model, eqx.is_inexact_array)
     trained = jax.tree.map(eqx.is_inexact_array, model)  # the leaves params holds
-    optimizer = settings.optimizer(eqx.filter(model.decay_mask(), trained))
+    optimizer = settings.optimizer(eqx.filter(model.decay_mask(), trained), rates)
     opt_state = optimizer.init(params)
     rows = settings.max_epochs + 1
     cap = jnp.minimum(jnp.asarray(epoch_cap, jnp.int32), settings.max_epochs)
@@ -343,7 +363,27 @@ def _train(
     return TrainResult(eqx.combine(end[4], static), end[3], end[6], end[7])
 
 
-train = eqx.filter_jit(_train)
+_train_jit = eqx.filter_jit(_train)
+
+
+def train(
+    model: eqx.Module,
+    buckets: tuple[Bucket, ...],
+    validation: tuple[Bucket, ...],
+    key: jax.Array,
+    settings: TrainSettings,
+    epoch_cap: jax.Array,
+    monitor: jax.Array,
+) -> TrainResult:
+    """:func:`_train` compiled: one program per shape and :meth:`TrainSettings.structure`.
+
+    The arguments and the result are :func:`_train`'s; the learning rate and the weight decay
+    are traced, so fits that differ only in them run one program.
+    """
+    return _train_jit(
+        model, buckets, validation, key, settings.structure(), epoch_cap, monitor,
+        settings.rates(),
+    )  # fmt: skip
 
 
 def train_batch(
@@ -355,12 +395,15 @@ def train_batch(
     epoch_cap: jax.Array,
     monitor: jax.Array,
     chunk: int = 1,
+    rates: jax.Array | None = None,
 ) -> TrainResult:
     """:func:`train` of a batch of members as one compiled program.
 
     Every array argument (the model's arrays, the buckets, the validation sets, the key,
-    ``epoch_cap`` and ``monitor``) has a leading member axis; ``settings`` is shared. The
-    members run ``chunk`` at a time (``jax.lax.map``), the chunks one after another.
+    ``epoch_cap``, ``monitor`` and ``rates``) has a leading member axis; ``settings``'
+    :meth:`~TrainSettings.structure` is shared, and each member has its own learning rate and
+    weight decay. The members run ``chunk`` at a time (``jax.lax.map``), the chunks one after
+    another.
 
     * ``chunk=1``: a ``lax.scan`` over the members whose body is :func:`train`'s program, so
       every member ends bit for bit where :func:`train` on it alone ends, and stops at its
@@ -378,27 +421,33 @@ def train_batch(
         buckets: their training buckets, stacked.
         validation: their validation buckets, stacked.
         key: ``[B]`` PRNG keys.
-        settings: Adam and early stopping, shared (static).
+        settings: Adam and early stopping, shared but for the rates (static).
         epoch_cap: ``[B]`` int32, each member's epochs at most.
         monitor: ``[B]`` bool, whether each member stops early.
         chunk: members vectorised at a time (static).
+        rates: ``[B, 2]`` float32, each member's learning rate and weight decay
+            (:meth:`TrainSettings.rates`); default: ``settings``' for every member.
 
     Returns:
         :class:`TrainResult` with a leading member axis on every array.
     """
-    return _train_batch(model, buckets, validation, key, settings, epoch_cap, monitor, chunk)
+    if rates is None:
+        rates = np.broadcast_to(settings.rates(), (key.shape[0], 2))
+    return _train_batch(
+        model, buckets, validation, key, settings.structure(), epoch_cap, monitor, chunk, rates
+    )
 
 
 @eqx.filter_jit
-def _train_batch(model, buckets, validation, key, settings, epoch_cap, monitor, chunk):
+def _train_batch(model, buckets, validation, key, settings, epoch_cap, monitor, chunk, rates):
     params, static = eqx.partition(model, eqx.is_array)
 
     def one(args):
-        p, b, v, k, cap, mon = args
-        result = _train(eqx.combine(p, static), b, v, k, settings, cap, mon)
+        p, b, v, k, cap, mon, r = args
+        result = _train(eqx.combine(p, static), b, v, k, settings, cap, mon, r)
         return result._replace(model=eqx.filter(result.model, eqx.is_array))
 
-    args = (params, buckets, validation, key, epoch_cap, monitor)
+    args = (params, buckets, validation, key, epoch_cap, monitor, rates)
     # batch_size=1 would still vmap each member over an axis of one: a plain scan instead
     out = jax.lax.map(one, args, batch_size=None if chunk == 1 else chunk)
     return out._replace(model=eqx.combine(out.model, static))
