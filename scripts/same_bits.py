@@ -6,9 +6,10 @@ Fits, at ``--base`` (a git worktree in a temporary folder) and here, the embedde
 spelt ``DPPClassifier(embedding=...)``, whose model files 0.2 loads), DPP by mini-batch Adam
 (``optimizer="adam"``), Deep Sets with mean and max pooling, the shared-pool encodings (values
 and gradients of mean, max and gem pooling) and ``DPPClassifierCV`` under each rule over DPP
-and the standard prototype, and with an embedding candidate (predictions, the chosen score,
-rounds and row, every candidate's mean score); compares every array, and loads the base's model
-files here. Prints one line per check and exits 1 if any differs.
+and the standard prototype, and with an embedding candidate (``ensemble``, ``best``,
+``ensemble_selection``, and one embedded member on its own grid) (predictions, the chosen
+score, rounds and row, every candidate's mean score); compares every array, and loads the
+base's model files here. Prints one line per check and exits 1 if any differs.
 """
 
 from __future__ import annotations
@@ -78,11 +79,17 @@ for name, tuned in (("dpp", dpp.DPPClassifier(n_prototypes=3, max_rounds=4)),
             [cv.best_score_, cv.prior_score_, rounds, cv.best_index_])
         arrays[f"cv_{name}_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])
 tuned = dpp.DPPClassifier(n_prototypes=3, max_rounds=3)  # with an embedding candidate
-for rule in ("ensemble", "best"):
+for rule in ("ensemble", "best", "ensemble_selection"):
     cv = dpp.DPPClassifierCV(tuned, l2s=(1e-1,), pooling=["mean"], embedding=[None, (8,)], cv=2,
                              rule=rule, max_extensions=0).fit(X, y)
     arrays[f"cv_embedding_{rule}"] = cv.predict_proba(X)
+    arrays[f"cv_embedding_{rule}_chosen"] = np.array([cv.best_score_])
     arrays[f"cv_embedding_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])
+cv = dpp.DPPClassifierCV(tuned, l2s=(1e-1,), embedding=[None, (32, 16)], embedding_grid="own",
+                         cv=2, rule="ensemble_selection", max_extensions=0).fit(X, y)
+arrays["cv_embedding_own"] = cv.predict_proba(X)
+arrays["cv_embedding_own_chosen"] = np.array([cv.best_score_])
+arrays["cv_embedding_own_table"] = np.asarray(cv.cv_results_["mean_test_score"])
 np.savez(out / "arrays.npz", **arrays)
 """
 

@@ -427,13 +427,20 @@ def test_a_mini_batch_holds_real_sets_only_but_for_the_last_partial_one():
 
 
 @pytest.mark.extended  # a selection with an embedded candidate: about 15 s
-def test_a_selection_over_the_paper_model_and_an_embedding_refits_both():
+def test_a_selection_over_the_paper_model_and_an_embedding_refits_both(monkeypatch):
     """The refit of an embedding member got the coordinate-ascent fits' ``layout`` and failed
-    (``TypeError``); it is refitted as its ``EmbeddedDPPClassifier`` alone would be."""
+    (``TypeError``); it is refitted as its ``EmbeddedDPPClassifier`` alone would be. The
+    ensemble's score reuses the member's fold fits (batched), which are its refits on the
+    folds: the embedded model is fitted alone once, for the final refit."""
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
     y = np.arange(40) % 2
     base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
+    fits = []
+    fit = dpp.EmbeddedDPPClassifier.fit
+    monkeypatch.setattr(
+        dpp.EmbeddedDPPClassifier, "fit", lambda self, *a, **k: fits.append(1) or fit(self, *a, **k)
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         search = dpp.DPPClassifierCV(
@@ -441,6 +448,7 @@ def test_a_selection_over_the_paper_model_and_an_embedding_refits_both():
         ).fit(X, y)
         names = [m["name"] for m in search.members_]
         assert names == ["mean", "mean_embedded"]
+        assert len(fits) == 1  # the refit; the folds' were fitted together, and reused
         embedded = search.best_estimator_.estimators_[1]
         alone = dpp.EmbeddedDPPClassifier.like(
             base, n_prototypes=2, pooling="mean", embedding=(4,), l2=1.0, validation_fraction=0.2

@@ -43,6 +43,9 @@ class CandidateSearch:
         rounds: ``(K, l2) -> `` the best round (``by_round`` only).
         fit_times, score_times: ``(K, l2) -> [folds]`` seconds of each fold's fit and of
             scoring its held-out fold (:meth:`times`).
+        held_log_probas: ``(K, l2, fold) -> [N_f, C]`` held-out log-probabilities of the
+            folds' fits that are their candidate's refit on the fold (DPP on an embedding:
+            both stop on their own held-out share), so :meth:`member_log_probas` reuses them.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class CandidateSearch:
         self.per_round: dict[tuple[int, float], np.ndarray] = {}  # [folds, R] of each key
         self.fit_times: dict[tuple[int, float], np.ndarray] = {}
         self.score_times: dict[tuple[int, float], np.ndarray] = {}
+        self.held_log_probas: dict[tuple, np.ndarray] = {}
         #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_report_.status``)
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
@@ -281,9 +285,9 @@ class CandidateSearch:
             held = self.parts[f][1]
             self._status(group, l2, f, est.fit_report_.status)
             t1 = time.perf_counter()
-            score = weighted_score(
-                est.predict_log_proba(held), held.labels, held.weights, self.scoring
-            )
+            log_proba = est.predict_log_proba(held)
+            self.held_log_probas[group, l2, f] = log_proba  # the member's refit on the fold
+            score = weighted_score(log_proba, held.labels, held.weights, self.scoring)
             self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
             self._time(group, l2, f, elapsed, time.perf_counter() - t1)
 
@@ -323,13 +327,19 @@ class CandidateSearch:
 
         Each member ``(key, rounds)`` refitted on each fold's part as the ensemble's member is
         on every training set (:func:`refit_estimator`, from the fold's k-means centres, ``l2``
-        times the part's weight share as every candidate's fold fit).
+        times the part's weight share as every candidate's fold fit). A member whose fold fit
+        already was that refit (:attr:`held_log_probas`: DPP on an embedding) is not fitted
+        again: the fit would be the same to the bit.
         """
         self.more(len(chosen) * len(self.parts))
         out = []
         for f, (part, held) in enumerate(self.parts):
             logs = []
             for key, rounds in chosen:
+                if (*key, f) in self.held_log_probas:
+                    logs.append(self.held_log_probas[(*key, f)])
+                    self.done()
+                    continue
                 est = refit_estimator(self.base, key, rounds)
                 est.set_params(l2=float(key[1] * self.shrink[f]))  # as the candidates' folds
                 if "init" in est.get_params(deep=False):
