@@ -51,9 +51,10 @@ two fresh processes that share nothing but the persistent compilation cache, on 
 (a temporary ``$XDG_CACHE_HOME``): the README example (``DPPClassifierCV(DPPClassifier(
 n_prototypes=4))`` on 150 sets of 2-13 vectors in 5-D, predictions on 50 and then 5 new sets, a
 second selection on 150 other sets of the same kind, ``AttentionMILClassifier()`` on the
-first sets in the same process, and the first selection with one embedded member, issue 52's
+first sets in the same process, the first selection with one embedded member, issue 52's
 candidate default: ``rule="ensemble_selection", embedding=(None, (256, 128, 64)),
-embedding_grid="own"``), and a 10-fold loop of ``DPPClassifierCV()`` over a generated
+embedding_grid="own"``, and the suite's ``attention_mil_cv``, its learning rate and weight
+decay chosen by 3-fold CV), and a 10-fold loop of ``DPPClassifierCV()`` over a generated
 multiple-instance problem (100 bags of 5-30 vectors in 10-D). Per step: programs compiled, their
 compile seconds, the step's seconds; the selection's ratio to attention MIL's fit, and the warm
 process's to the cold one's.
@@ -628,6 +629,12 @@ def latency_child(case: str) -> None:
             dpp.DPPClassifier(n_prototypes=4), embedding_grid="own", **own
         )
         step("selection, one embedded member", lambda: own_embedded().fit(X[:150], y[:150]))
+        from dpp.experiment.suite.methods import make_method
+        from dpp.sets import RaggedSets, one_hot
+
+        labelled = RaggedSets.from_list(X[:150], one_hot((y[:150] == "dog").astype(int), 2))
+        selected = make_method("attention_mil_cv", 4, 0)  # rate x decay by 3-fold CV
+        step("attention MIL, rate and decay selected", lambda: selected.fit(labelled))
     else:
         from sklearn.model_selection import StratifiedKFold
 
