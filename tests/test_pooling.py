@@ -477,3 +477,48 @@ def test_every_k_candidate_of_the_standard_prototype_scores_its_own_codes():
                 alone.predict_log_proba(held), held.labels, held.weights, "log_likelihood"
             )
             assert results[f"split{f}_test_score"][c] == pytest.approx(expected, rel=1e-4)
+
+
+def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
+    """Issue 52: a run records every method's estimator parameters, defaults included; a resume
+    refuses a method whose parameters changed since (a default of ``DPPClassifierCV()`` under
+    ``dpp``), so that one folder never mixes two models under one name. A run recorded before
+    is continued, and a line says its parameters were not checked."""
+    import json
+
+    import dpp.experiment.suite
+    from dpp.errors import ConfigError
+    from dpp.experiment.suite.methods import method_parameters
+
+    params = method_parameters("pooling")
+    assert params["class"] == "PoolingClassifier" and "Cs" in params  # every default
+    assert method_parameters("dpp")["estimator"]["class"] == "DPPClassifier"
+    records = [
+        {"task": "witness_d10_r10", "draw": 0, "fold": f, "method": "pooling"} for f in (0, 1)
+    ]
+    header = {
+        "experiment": "suite", "tasks": ["witness_d10_r10"], "folds": 2, "seed": 0,
+        "methods": ["pooling"], "draws": 1, "status": "complete", "records": records,
+    }  # fmt: skip
+    changed = {**params, "Cs": [1.0]}
+    (tmp_path / "suite.json").write_text(
+        json.dumps({**header, "method_parameters": {"pooling": changed}})
+    )
+    with pytest.raises(ConfigError, match=r"other parameters of \['pooling'\]"):
+        dpp.experiment.suite.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True)
+    (tmp_path / "suite.json").write_text(json.dumps(header))  # recorded before
+    lines = []
+    run = dpp.experiment.suite.run_suite(
+        tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append
+    )
+    assert run["records"] == records and "not checked" in lines[0]
+    (tmp_path / "suite.json").write_text(
+        json.dumps({**header, "method_parameters": {"pooling": params}})
+    )
+    lines.clear()
+    dpp.experiment.suite.run_suite(
+        tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append
+    )
+    assert lines == [
+        f"{tmp_path} is complete (1 tasks recorded): nothing to resume, nothing changed"
+    ]

@@ -304,6 +304,43 @@ def make_method(name: str, k: int, seed: int, n_jobs: int | None = None):
     return estimator
 
 
+def _parameters(value):
+    """``value`` as JSON-ready data: an estimator as its class and every parameter, deeply."""
+    if hasattr(value, "get_params"):
+        params = value.get_params(deep=False)
+        fields = {k: _parameters(params[k]) for k in sorted(params)}
+        return {"class": type(value).__name__, **fields}
+    if isinstance(value, list | tuple):
+        return [_parameters(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _parameters(value[k]) for k in sorted(value, key=str)}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if callable(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
+    if hasattr(value, "__dict__"):  # a wrapper of the suite's own: its public attributes
+        public = {k: v for k, v in vars(value).items() if not k.startswith("_")}
+        return {
+            "class": type(value).__name__,
+            **{k: _parameters(public[k]) for k in sorted(public)},
+        }
+    return repr(value)
+
+
+def method_parameters(name: str) -> dict:
+    """What method ``name`` fits: its estimator's class and parameters, every default included.
+
+    Of ``make_method(name, 16, 0)`` (``K`` and the seed are the task's and the draw's, so
+    fixed here): a suite run records it for every method, and a resume refuses a method whose
+    parameters changed since, e.g. a default of ``DPPClassifierCV()`` under ``dpp``, so that
+    one run's records never mix two models under one name.
+
+    Raises:
+        ValueError: a name not in :data:`METHODS`.
+    """
+    return _parameters(make_method(name, 16, 0))
+
+
 def _member_status(best, member: dict) -> str | None:
     """A selection's member's refit status (``None`` for one ensemble selection dropped)."""
     if not member["kept"]:

@@ -13,7 +13,14 @@ import pandas as pd
 
 from dpp.errors import ConfigError, FitWarning
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
-from dpp.experiment.suite.methods import METHODS, VIEWS, make_method, rescored, selection_record
+from dpp.experiment.suite.methods import (
+    METHODS,
+    VIEWS,
+    make_method,
+    method_parameters,
+    rescored,
+    selection_record,
+)
 from dpp.experiment.suite.report import evidence_figure, selection_note, suite_figure, summary_table
 from dpp.experiment.suite.statistics import example_evidence, instance_metrics
 from dpp.experiment.suite.tasks import (
@@ -174,7 +181,9 @@ def run_suite(
     Raises:
         ConfigError: unknown tasks or methods, fewer than 2 folds, a folder that holds a suite
             run without ``resume``, or one recorded with other ``folds``, ``seed`` or
-            ``methods`` or by an older version.
+            ``methods``, a method whose parameters changed since (``method_parameters`` in
+            ``suite.json``: :func:`~dpp.experiment.suite.methods.method_parameters`) or by an
+            older version.
     """
     tasks, methods = list(tasks), list(methods)
     check_suite(tasks, methods, folds, draws)
@@ -185,7 +194,8 @@ def run_suite(
     header["draws"] = int(draws)
     if train_sets is not None:  # absent from the runs on every training set
         header["train_sets"] = int(train_sets)
-    previous = _previous(path, header, resume)
+    header["method_parameters"] = {m: method_parameters(m) for m in methods}
+    previous = _previous(path, header, resume, log)
     records = [] if previous is None else _kept_records(previous, header)
     done = {unit_of(r) for r in records}
     units = [(d, f) for d in range(int(draws)) for f in range(int(folds))]
@@ -239,14 +249,16 @@ def _figures(records: list[dict], out: Path) -> None:
     evidence_figure(records, out / "evidence.png")
 
 
-def _previous(path: Path, header: dict, resume: bool) -> dict | None:
+def _previous(path: Path, header: dict, resume: bool, log=print) -> dict | None:
     """The suite run recorded at ``path`` (``None`` without one), checked against ``header``.
 
-    ``header["tasks"]`` then lists the earlier run's tasks first.
+    ``header["tasks"]`` then lists the earlier run's tasks first. A run recorded before the
+    methods' parameters were (``method_parameters``) is continued with a line saying that
+    they could not be checked.
 
     Raises:
         ConfigError: a run there without ``resume``, an older format, or other ``folds``,
-            ``seed`` or ``methods``.
+            ``seed`` or ``methods``, or a method whose parameters changed since.
     """
     if not path.is_file():
         return None
@@ -263,6 +275,16 @@ def _previous(path: Path, header: dict, resume: bool) -> dict | None:
     mismatch = [k for k in keys if recorded.get(k) != header.get(k)]
     if mismatch:
         raise ConfigError(f"{path} was run with other {mismatch}; use a new folder")
+    before = previous.get("method_parameters")
+    if before is None:
+        log(f"{path} does not record its methods' parameters (an older run): not checked")
+    else:
+        changed = [m for m in header["methods"] if before.get(m) != header["method_parameters"][m]]
+        if changed:
+            raise ConfigError(
+                f"{path} was run with other parameters of {changed} (a default changed since?): "
+                "its records and new ones would mix two models under one name; use a new folder"
+            )
     header["tasks"] = list(dict.fromkeys([*previous["tasks"], *header["tasks"]]))
     return previous
 
