@@ -119,6 +119,7 @@ def _fit_by_cv(
         l2s=sel["grid"],
         n_prototypes=sel.get("n_prototypes_grid"),
         pooling=sel.get("pooling_grid"),  # null: the method's own (model.pooling)
+        embedding=(None,),  # the method's own model: DPP on an embedding is its own method
         cv=sel["folds"],
         max_extensions=sel["max_extensions"],
         select_rounds=sel["select_rounds"],
