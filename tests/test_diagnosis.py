@@ -101,6 +101,7 @@ def test_the_geometry_sees_saturation_and_softness(problem):
     assert cool["one_hot"] == 0.0 and cool["beta_gap"] < 1e-3
 
 
+@pytest.mark.extended  # about 12 s: the default tier keeps near 5 minutes
 def test_the_state_holds_the_embeddings_norm_that_weight_decay_multiplies(problem):
     """``embedding_norm`` is the Euclidean norm of every weight and bias of the embedding (what
     the coupled weight decay scales into the gradient), and scales with them; the prototypes,

@@ -132,6 +132,7 @@ def test_infoloss_pool_statistics_fold_memberships():
     np.testing.assert_allclose(float(stats.neg_entropy), expected, rtol=1e-6)
 
 
+@pytest.mark.extended  # about 8 s on the real data: the default tier keeps near 5 minutes
 def test_infoloss_model_encodes_with_learned_centres(infoloss_problem):
     sets, centres = infoloss_problem
     model = infoloss.fit_infoloss(

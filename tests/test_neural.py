@@ -347,6 +347,7 @@ def test_a_batched_selection_equals_its_fits_one_by_one(problem, monkeypatch):
         fit_together([dpp.DPPClassifier()], folds[:1])
 
 
+@pytest.mark.extended  # four network fits: about 15 s: the default tier keeps near 5 minutes
 def test_fits_that_differ_only_in_rate_and_decay_share_one_compiled_program(problem):
     """Issue 54: the learning rate and the weight decay are traced, not static, so a grid of
     them (the networks' selection, the embedded model's decays) compiles the training once, and

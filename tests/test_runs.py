@@ -97,6 +97,7 @@ def test_partition_map_without_a_spatial_split_is_skipped_up_front(tmp_path):
     assert results["skipped_figures"] == {"partition_map": "needs a spatial_blocks split"}
 
 
+@pytest.mark.extended  # an end-to-end CLI run (about 9 s): the default tier keeps near 5 minutes
 def test_huge_beta_scale_is_finite_and_flagged(tmp_path):
     """Was: model.beta_scale=1e45 ended `complete` with test log-lik NaN in the table."""
     results = run(_compose(FAST + ["model.beta_scale=1e45"]), output_dir=tmp_path)
