@@ -366,19 +366,11 @@ def _train(
 _train_jit = eqx.filter_jit(_train)
 
 
-def train(
-    model: eqx.Module,
-    buckets: tuple[Bucket, ...],
-    validation: tuple[Bucket, ...],
-    key: jax.Array,
-    settings: TrainSettings,
-    epoch_cap: jax.Array,
-    monitor: jax.Array,
-) -> TrainResult:
+def train(model, buckets, validation, key, settings, epoch_cap, monitor) -> TrainResult:
     """:func:`_train` compiled: one program per shape and :meth:`TrainSettings.structure`.
 
-    The arguments and the result are :func:`_train`'s; the learning rate and the weight decay
-    are traced, so fits that differ only in them run one program.
+    The arguments (typed there) and the result are :func:`_train`'s; the learning rate and the
+    weight decay are traced, so fits that differ only in them run one program.
     """
     return _train_jit(
         model, buckets, validation, key, settings.structure(), epoch_cap, monitor,
