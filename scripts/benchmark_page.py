@@ -201,24 +201,27 @@ SECTIONS = (
         "decision": None,
     },
     {
-        "title": "Issue 52: one embedded member on the broad benchmark, in parts",
+        "title": "Issue 52: one embedded member on the broad benchmark",
         "folders": ("embedded_own_broad", "combine_a", "combine_b", "peers_digit_bags"),
-        "purpose": "Every task, 3 draws x 5 folds planned, one family's task first (2-core CPU, "
-        "beside other work: seconds are proportions only; stopped for time where the status "
-        "says so, resumed with `--resume`): `DPPClassifierCV(rule=\"ensemble_selection\", "
+        "purpose": "Every task, 3 draws x 5 folds, one family's task first (2-core CPU, "
+        "beside other work: seconds are proportions only; run in three parts, each resumed "
+        "with `--resume`, the last 45 units at a commit whose fits are the same to the bit "
+        "and faster): `DPPClassifierCV(rule=\"ensemble_selection\", "
         "embedding=(None, (256, 128, 64)), embedding_grid=\"own\")` "
         "(`dpp_selection_embedded_own`: the default's members and one on a learned embedding "
         "with `EmbeddedDPPClassifier()`'s own `K`, pooling and `l2`, those whose combination "
         "scores best on the inner folds kept) against the default (`dpp_log_proba`, its fit of "
         "issue 53's run, the same units), and on the digit bags against the selected networks "
-        "(`peers_digit_bags`, where both ran a unit). The decision needs every unit; until "
-        "then the table is where it stands.",
+        "(`peers_digit_bags`, where both ran a unit). The instance AUC of both evidences, "
+        "paired with the default's on the tasks with instance labels.",
         "methods": ("dpp_selection_embedded_own", "dpp_log_proba", "attention_mil_cv",
                     "gated_mil_cv", "deep_sets_cv"),
         "pairs": [("dpp_selection_embedded_own", "dpp_log_proba"),
                   ("dpp_selection_embedded_own", "attention_mil_cv"),
                   ("dpp_selection_embedded_own", "gated_mil_cv"),
                   ("dpp_selection_embedded_own", "deep_sets_cv")],
+        "instance_pairs": [("dpp_selection_embedded_own", "dpp_log_proba"),
+                           ("dpp_selection_embedded_own", "dpp_log_proba", "proba_instance_auc")],
         "decision": (("dpp_selection_embedded_own",), "dpp_log_proba"),
     },
 )  # fmt: skip
