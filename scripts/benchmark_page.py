@@ -155,6 +155,21 @@ SECTIONS = (
         "instance_pairs": [("dpp_ninit5", "dpp"), ("dpp_ninit5", "dpp", "proba_instance_auc")],
     },
     {
+        "title": "Issue 53: the default from several k-means runs on the broad benchmark, in parts",
+        "folders": ("default_kmeans_inits_broad", "combine_a", "combine_b"),
+        "purpose": "Every task, 3 draws x 5 folds planned, in the order of the own-embedded "
+        "run (2-core CPU: seconds are proportions only; stopped for time where the status says "
+        "so, resumed with `--resume`): `DPPClassifierCV()` with the best of five k-means runs "
+        "per member (`dpp_ninit5`) against the default (`dpp_log_proba`, its fit of issue 53's "
+        "run, the same units). The decision needs every unit; until then the table is where it "
+        "stands.",
+        "methods": ("dpp_ninit5", "dpp_log_proba"),
+        "pairs": [("dpp_ninit5", "dpp_log_proba")],
+        "instance_pairs": [("dpp_ninit5", "dpp_log_proba"),
+                           ("dpp_ninit5", "dpp_log_proba", "proba_instance_auc")],
+        "decision": (("dpp_ninit5",), "dpp_log_proba"),
+    },
+    {
         "title": "Issue 52: the default against the selected networks, in parts",
         "folders": ("peers_digit_bags",),
         "purpose": "The four digit-bag tasks, 3 draws x 5 folds planned (2-core CPU, run beside "

@@ -389,6 +389,13 @@ def test_the_decision_ships_the_best_rule_worse_on_no_family():
     assert rows["risky"]["worse_on"] == ["proportion"] and not rows["risky"]["eligible"]
     assert rows["broad"]["eligible"] and result["chosen"] == "broad"
     assert rows["broad"]["units"] == 48  # 2 runs x 2 tasks x 12 folds, paired within a run
+    # a candidate behind the reference on average, worse on no family, is never chosen
+    noise = (0.01, -0.012, 0.008, -0.01)  # a mean of -0.001, within noise on every family
+    behind = [{**r, "method": "behind", "accuracy": r["accuracy"] + noise[r["fold"] % 4]}
+              for r in records if r["method"] == "dpp_mean"]  # fmt: skip
+    result = decide(records + behind, ["behind"])
+    assert result["rows"]["behind"]["eligible"] and result["rows"]["behind"]["mean"] < 0
+    assert result["chosen"] is None
 
 
 def test_every_estimator_names_its_parameters_and_the_shared_block_agrees():

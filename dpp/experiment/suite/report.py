@@ -230,7 +230,10 @@ def decision_table(records: list[dict], candidates, reference: str = "dpp_mean")
         ]
         verdict = "yes" if row["eligible"] else "no: worse on " + ", ".join(row["worse_on"])
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {verdict} |")
-    lines += ["", f"Chosen: {result['chosen']}"]
+    chosen = (
+        result["chosen"] or f"none ({reference} stays: no candidate is eligible and ahead of it)"
+    )
+    lines += ["", f"Chosen: {chosen}"]
     return "\n".join(lines) + "\n"
 
 

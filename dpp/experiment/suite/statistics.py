@@ -68,7 +68,9 @@ def decide(records: list[dict], candidates, reference: str = "dpp_mean") -> dict
 
     Among ``candidates`` measured against ``reference`` (the paper's mean pooling) on paired
     units, the one with the largest mean accuracy difference that is significantly worse
-    (Wilcoxon p < :data:`ALPHA` with a negative mean) on no task family.
+    (Wilcoxon p < :data:`ALPHA` with a negative mean) on no task family; a candidate whose mean
+    difference is not above zero is never chosen over the reference (``chosen`` ``None``: the
+    reference stays).
 
     Returns:
         ``{"reference", "rows": {candidate: paired_differences(...) | {"eligible": bool,
@@ -85,7 +87,7 @@ def decide(records: list[dict], candidates, reference: str = "dpp_mean") -> dict
             if part["p"] is not None and part["p"] < ALPHA and part["mean"] < 0
         ]  # fmt: skip
         rows[name] = {**d, "eligible": not worse, "worse_on": worse}
-    eligible = [n for n, r in rows.items() if r["eligible"]]
+    eligible = [n for n, r in rows.items() if r["eligible"] and r["mean"] > 0]
     chosen = max(eligible, key=lambda n: rows[n]["mean"], default=None)
     return {"reference": reference, "rows": rows, "chosen": chosen}
 
