@@ -316,8 +316,8 @@ def _parameters(value):
         return {str(k): _parameters(value[k]) for k in sorted(value, key=str)}
     if value is None or isinstance(value, bool | int | float | str):
         return value
-    if callable(value):
-        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', '')}"
+    if hasattr(value, "__qualname__"):  # a class or a function: its name
+        return f"{getattr(value, '__module__', '')}.{value.__qualname__}"
     if hasattr(value, "__dict__"):  # a wrapper of the suite's own: its public attributes
         public = {k: v for k, v in vars(value).items() if not k.startswith("_")}
         return {
