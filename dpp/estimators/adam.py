@@ -27,6 +27,7 @@ from dpp import model_file
 from dpp import params as check
 from dpp.model import EarlyStopping, FitReport, epoch_status
 from dpp.networks import training
+from dpp.padding import to_device
 from dpp.selection import hold_out
 from dpp.sets import RaggedSets
 from dpp.solvers.progress import say
@@ -82,6 +83,9 @@ class Member(NamedTuple):
         method: the method's name, for the report.
         verbose: a progress line after the monitored fit and after the refit
             (:func:`dpp.solvers.progress.say`).
+        fitted_start: whether ``make`` gives a fitted model (DPP on an embedding: k-means
+            prototypes and a Theta-step) rather than a random network; its status then calls
+            a best epoch of 0 an early stop (:func:`~dpp.model.epoch_status`).
     """
 
     make: Callable
@@ -91,6 +95,7 @@ class Member(NamedTuple):
     seed: int
     method: str
     verbose: bool = False
+    fitted_start: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,7 +184,9 @@ def _chosen(plan: MemberPlan, result: training.TrainResult | None):
 
 def _report(plan: MemberPlan, epochs: int, early, seconds: float) -> FitReport:
     settings = plan.member.settings
-    status, reason = epoch_status(early, plan.skipped, settings.max_epochs)
+    status, reason = epoch_status(
+        early, plan.skipped, settings.max_epochs, plan.member.fitted_start
+    )
     if early is None:
         early = EarlyStopping(skipped=plan.skipped or "off", unit="epoch")
     return FitReport(
@@ -196,12 +203,13 @@ def train_with_early_stopping(
     seed: int,
     method: str,
     verbose: bool = False,
+    fitted_start: bool = False,
 ) -> tuple[eqx.Module, FitReport, np.ndarray]:
     """Trains a network with early stopping on held-out sets, then refits it on all the sets.
 
     The arguments are the fields of a :class:`Member` (``make``, ``sets``, ``settings``,
-    ``fraction``, ``seed``, ``method``, ``verbose``), documented there: the fit
-    :func:`fit_together` runs batched with others.
+    ``fraction``, ``seed``, ``method``, ``verbose``, ``fitted_start``), documented there: the
+    fit :func:`fit_together` runs batched with others.
 
     Returns:
         ``(network, report, history)``: the refitted network, the fit's
@@ -209,7 +217,7 @@ def train_with_early_stopping(
         ``early_stopping`` ...), and the held-out log-likelihood per epoch.
     """
     t0 = time.perf_counter()
-    plan = plan_member(Member(make, sets, settings, fraction, seed, method, verbose))
+    plan = plan_member(Member(make, sets, settings, fraction, seed, method, verbose, fitted_start))
     first = None
     if plan.monitored:
         first = training.train(
@@ -360,7 +368,27 @@ def _placed(out: list, group: list[int], results: list) -> list:
 
 
 def _stack(trees: list):
-    return jax.tree.map(lambda *xs: jnp.stack(xs) if eqx.is_array(xs[0]) else xs[0], *trees)
+    """The members' pytrees stacked leaf by leaf, on the host.
+
+    ``jnp.stack`` would compile a program per leaf shape; :func:`~dpp.padding.to_device` none.
+    """
+    return jax.tree.map(
+        lambda *xs: to_device(np.stack([np.asarray(x) for x in xs])) if eqx.is_array(xs[0])
+        else xs[0],
+        *trees,
+    )  # fmt: skip
+
+
+def _unstacked(result, count: int) -> list:
+    """``count`` pytrees, member ``j``'s leaves ``leaf[j]``, split on the host.
+
+    Indexing on the device would compile a slice per leaf shape.
+    """
+    host = jax.tree.map(lambda a: np.asarray(a) if eqx.is_array(a) else a, result)
+    return [
+        jax.tree.map(lambda a, j=j: to_device(a[j]) if eqx.is_array(a) else a, host)
+        for j in range(count)
+    ]
 
 
 def _run(plans, group, start: str, buckets: str, caps, monitor: bool, chunk) -> list:
@@ -373,15 +401,12 @@ def _run(plans, group, start: str, buckets: str, caps, monitor: bool, chunk) -> 
         _stack([p.validation for p in chosen]),
         jnp.stack([p.train_key for p in chosen]),
         chosen[0].member.settings,
-        jnp.asarray([caps[i] for i in group], jnp.int32),
-        jnp.full(len(group), monitor),
+        to_device(np.asarray([caps[i] for i in group], np.int32)),
+        to_device(np.full(len(group), bool(monitor))),
         chunk,
         np.stack([p.member.settings.rates() for p in chosen]),
     )  # fmt: skip
-    return [
-        jax.tree.map(lambda a, j=j: a[j] if eqx.is_array(a) else a, result)
-        for j in range(len(group))
-    ]
+    return _unstacked(result, len(group))
 
 
 def fit_together(estimators: list, training: list, chunk: int | None = None) -> list:

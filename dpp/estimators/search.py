@@ -279,7 +279,8 @@ class CandidateSearch:
                 keys.append((f, l2))
                 estimators.append(est)
                 training.append(part)
-        fit_together(estimators, training)
+        with statuses_recorded():  # each status a row of cv_results_, as every fold fit's
+            fit_together(estimators, training)
         elapsed = (time.perf_counter() - t0) / len(estimators)  # an equal share of the batch
         for (f, l2), est in zip(keys, estimators, strict=True):
             held = self.parts[f][1]

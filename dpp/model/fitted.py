@@ -240,19 +240,24 @@ def _failed(early: EarlyStopping, step: int, refit: str) -> tuple[str, str]:
 
 
 def epoch_status(
-    early: EarlyStopping | None, skipped: str | None, max_epochs: int
+    early: EarlyStopping | None, skipped: str | None, max_epochs: int, fitted_start: bool = False
 ) -> tuple[str, str]:
     """The truthful status of a fit trained by Adam epochs, and a sentence saying why.
 
     DPP on an embedding and the networks (:func:`~dpp.estimators.adam.train_with_early_stopping`):
     ``failed`` (a held-out value that is not finite, :func:`first_non_finite`), ``stalled``
-    (no epoch beat the untrained start: the refit is its start), ``max_epochs`` (still rising at
-    ``max_epochs``, or no early stopping), else ``early_stopped``.
+    (no epoch beat the untrained start, a random network: the refit is its start),
+    ``max_epochs`` (still rising at ``max_epochs``, or no early stopping), else
+    ``early_stopped``. Where the start is itself a fitted model (``fitted_start``: DPP on an
+    embedding starts from k-means prototypes in its initial embedding with ``Theta`` fitted by a
+    Theta-step), no epoch beating it is an early stop at epoch 0, as a DPP fit whose best round
+    on the validation sets is round 0 (the k-means start with its Theta-step).
 
     Args:
         early: the early-stopping record (``unit="epoch"``), ``None`` without early stopping.
         skipped: why early stopping was skipped, if it was (:func:`dpp.selection.hold_out`).
         max_epochs: the epoch cap.
+        fitted_start: whether the start is a fitted model rather than a random network.
 
     Returns:
         ``(status, reason)`` with ``status`` in :data:`STATUSES`.
@@ -269,6 +274,12 @@ def epoch_status(
             early, step, f"refitted for {best} epochs, the last finite best (a smaller "
             "learning_rate?)"
         )  # fmt: skip
+    if best == 0 and fitted_start:
+        return "early_stopped", (
+            f"no epoch of {monitored} raised the validation log-likelihood above the start's "
+            f"({early.validation_history[0]:.4f}: k-means prototypes in the initial embedding, "
+            "Theta by its Theta-step): refitted for 0 epochs, the start"
+        )
     if best == 0:
         start = early.validation_history[0]
         return "stalled", (

@@ -17,6 +17,7 @@ import numpy as np
 from dpp.model.report import FitReport
 from dpp.networks.layers import AttentionMIL, EmbeddedDPP, Embedding
 from dpp.networks.training import Bucket, bucketize
+from dpp.padding import to_device
 from dpp.pooling import MEAN, Pooling
 from dpp.sets import RaggedSets
 
@@ -86,11 +87,19 @@ def per_vector(model: eqx.Module, sets: RaggedSets, fn, width: int) -> np.ndarra
 
 
 def embed(embedding: Embedding, vectors: np.ndarray, chunk: int = 4096) -> np.ndarray:
-    """``[T, H]`` embedded vectors (inference mode), a chunk at a time, on the host."""
-    out = [
-        np.asarray(_embed(embedding, jnp.asarray(vectors[i : i + chunk])))
-        for i in range(0, len(vectors), chunk)
-    ]
+    """``[T, H]`` embedded vectors (inference mode), a chunk at a time, on the host.
+
+    Each chunk is padded with zero rows to a power of two (at least 256, at most ``chunk``) and
+    placed on the device as it is (:func:`~dpp.padding.to_device`), so that the training parts
+    of a selection's folds, of similar sizes, share one program (every row is embedded alone).
+    """
+    out = []
+    for i in range(0, len(vectors), chunk):
+        part = np.asarray(vectors[i : i + chunk], np.float32)
+        rows = min(chunk, max(256, 1 << (len(part) - 1).bit_length()))
+        padded = np.zeros((rows, part.shape[1]), np.float32)
+        padded[: len(part)] = part
+        out.append(np.asarray(_embed(embedding, to_device(padded)))[: len(part)])
     return np.concatenate(out) if out else np.zeros((0, embedding.layers[-1].out_features))
 
 

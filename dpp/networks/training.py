@@ -23,6 +23,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float
 
+from dpp.padding import to_device
 from dpp.sets import RaggedSets, bucket_size
 from dpp.solvers.minibatch import minibatch_steps
 
@@ -143,7 +144,7 @@ def bucketize(
         lab[: members.size] = labels[members]
         w = np.zeros(rows, np.float32)
         w[: members.size] = weights[members]
-        buckets.append(Bucket(*(jnp.asarray(a) for a in (x, mask, lab, w))))
+        buckets.append(Bucket(*(to_device(a) for a in (x, mask, lab, w))))  # compiles nothing
         index.append(members)
     return tuple(buckets), index
 
