@@ -51,10 +51,9 @@ two fresh processes that share nothing but the persistent compilation cache, on 
 (a temporary ``$XDG_CACHE_HOME``): the README example (``DPPClassifierCV(DPPClassifier(
 n_prototypes=4))`` on 150 sets of 2-13 vectors in 5-D, predictions on 50 and then 5 new sets, a
 second selection on 150 other sets of the same kind, ``AttentionMILClassifier()`` on the
-first sets in the same process, the first selection with one embedded member, issue 52's
-candidate default: ``rule="ensemble_selection", embedding=(None, (256, 128, 64)),
-embedding_grid="own"``, and the suite's ``attention_mil_cv``, its learning rate and weight
-decay chosen by 3-fold CV), and a 10-fold loop of ``DPPClassifierCV()`` over a generated
+first sets in the same process, the first selection on the raw vectors alone,
+``DPPClassifierCV(**RAW_VECTORS)``, the default before issue 52's embedded member, and the
+suite's ``attention_mil_cv``, its learning rate and weight decay chosen by 3-fold CV), and a 10-fold loop of ``DPPClassifierCV()`` over a generated
 multiple-instance problem (100 bags of 5-30 vectors in 10-D). Per step: programs compiled, their
 compile seconds, the step's seconds; the selection's ratio to attention MIL's fit, and the warm
 process's to the cold one's.
@@ -579,7 +578,7 @@ def latency(args) -> None:
             print(f"| {case} | {step} | {cells[0]} | {cells[1]} |")
     for label in ("cold", "warm"):
         r = runs["readme", label]
-        for name in ("selection", "selection, one embedded member"):
+        for name in ("selection", "selection on the raw vectors"):
             ratio = r[name]["seconds"] / r["attention_mil_fit"]["seconds"]
             print(f"{label}: the README {name} takes {ratio:.2f}x one attention-MIL fit")
     for case, step in (("readme", "selection"), ("folds", "10 folds")):
@@ -624,11 +623,10 @@ def latency_child(case: str) -> None:
         step("predict 5 sets", lambda: clf.predict(X[150:155]))
         step("second selection", lambda: make().fit(X2, y[:150]))
         step("attention_mil_fit", lambda: dpp.AttentionMILClassifier().fit(X[:150], y[:150]))
-        own = dict(rule="ensemble_selection", embedding=(None, (256, 128, 64)))  # issue 52
-        own_embedded = lambda: dpp.DPPClassifierCV(  # noqa: E731
-            dpp.DPPClassifier(n_prototypes=4), embedding_grid="own", **own
+        raw = lambda: dpp.DPPClassifierCV(  # noqa: E731 (the default before issue 52's member)
+            dpp.DPPClassifier(n_prototypes=4), **dpp.estimators.RAW_VECTORS
         )
-        step("selection, one embedded member", lambda: own_embedded().fit(X[:150], y[:150]))
+        step("selection on the raw vectors", lambda: raw().fit(X[:150], y[:150]))
         from dpp.experiment.suite.methods import make_method
         from dpp.sets import RaggedSets, one_hot
 

@@ -72,7 +72,8 @@ for kind in ("mean", "max", "gem"):
 for name, tuned in (("dpp", dpp.DPPClassifier(n_prototypes=3, max_rounds=4)),
                     ("standard", dpp.StandardPrototypeClassifier(n_prototypes=3))):
     for rule in ("ensemble", "best", "one_se", "corrected"):
-        cv = dpp.DPPClassifierCV(tuned, l2s=(1e-2, 1e-1, 1.0), cv=3, rule=rule).fit(X, y)
+        cv = dpp.DPPClassifierCV(tuned, l2s=(1e-2, 1e-1, 1.0), cv=3, rule=rule,
+                                 embedding=(None,)).fit(X, y)  # the same in every version
         rounds = -1 if cv.best_rounds_ is None else cv.best_rounds_
         arrays[f"cv_{name}_{rule}"] = cv.predict_proba(X)
         arrays[f"cv_{name}_{rule}_chosen"] = np.array(
@@ -81,7 +82,7 @@ for name, tuned in (("dpp", dpp.DPPClassifier(n_prototypes=3, max_rounds=4)),
 tuned = dpp.DPPClassifier(n_prototypes=3, max_rounds=3)  # with an embedding candidate
 for rule in ("ensemble", "best", "ensemble_selection"):
     cv = dpp.DPPClassifierCV(tuned, l2s=(1e-1,), pooling=["mean"], embedding=[None, (8,)], cv=2,
-                             rule=rule, max_extensions=0).fit(X, y)
+                             embedding_grid="grid", rule=rule, max_extensions=0).fit(X, y)
     arrays[f"cv_embedding_{rule}"] = cv.predict_proba(X)
     arrays[f"cv_embedding_{rule}_chosen"] = np.array([cv.best_score_])
     arrays[f"cv_embedding_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])

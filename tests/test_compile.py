@@ -273,9 +273,9 @@ def test_a_selection_and_its_refit_run_one_coordinate_ascent_program(caplog):
     data = make_generated(num_sets=57, dim=11, min_size=2, max_size=17, seed=8)
     base = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0)
     with CompileCounter() as counter:
-        DPPClassifierCV(base, l2s=(0.1, 1.0), pooling=("mean",), cv=3, max_extensions=0).fit(
-            data.sets
-        )
+        DPPClassifierCV(
+            base, l2s=(0.1, 1.0), pooling=("mean",), embedding=(None,), cv=3, max_extensions=0
+        ).fit(data.sets)
     # one program, not two (0 where an earlier test in this worker compiled the same shapes)
     assert counter.programs("coordinate_ascent") <= 1, counter.names
     quiet = DPPClassifier(n_prototypes=5, max_rounds=3, random_state=0).fit(data.sets)

@@ -227,14 +227,15 @@ def _two_class(n=40, seed=3):
 
 
 @pytest.mark.extended
-def test_the_default_rule_is_the_ensemble_of_the_per_pooling_selections_to_the_bit(tmp_path):
-    """``DPPClassifierCV()``'s default (``rule="ensemble"``) is what the suite measured as
-    ``dpp_ensemble``: three selections with one pooling each, their predictions combined (the
-    mean of log-probabilities: exact per-vector evidence)."""
+def test_the_raw_vector_ensemble_is_the_per_pooling_selections_to_the_bit(tmp_path):
+    """``DPPClassifierCV(**RAW_VECTORS)`` (the default until issue 52's decision,
+    ``rule="ensemble"``) is what the suite measured as ``dpp_ensemble``: three selections with
+    one pooling each, their predictions combined (the mean of log-probabilities: exact
+    per-vector evidence)."""
     X, y = _two_class(60)
     base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
-    grid = {"l2s": [1e-2, 1e-1], "cv": 3, "max_extensions": 1}
-    cv = dpp.DPPClassifierCV(base, **grid).fit(X, y)
+    grid = {"l2s": [1e-2, 1e-1], "cv": 3, "max_extensions": 1, "embedding": (None,)}
+    cv = dpp.DPPClassifierCV(base, rule="ensemble", **grid).fit(X, y)
     alone = SetEnsembleClassifier(
         [(p, dpp.DPPClassifierCV(base, pooling=(p,), **grid)) for p in ("mean", "max", "gem")]
     ).fit(X, y)
@@ -300,11 +301,11 @@ def test_ensemble_selection_keeps_the_members_whose_combination_scores_best(monk
     monkeypatch.setattr(cv_module, "bar", lambda *a, **k: bars.append(made_by(*a, **k)) or bars[-1])
     X, y = _two_class(30, seed=5)
     base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
-    grid = {"l2s": [1e-2, 1e-1], "cv": 2, "max_extensions": 0}
+    grid = {"l2s": [1e-2, 1e-1], "cv": 2, "max_extensions": 0, "embedding": (None,)}
     cv = dpp.DPPClassifierCV(base, rule="ensemble_selection", verbose=True, **grid).fit(X, y)
     ((made,),) = [bars]
     assert made.n == made.total
-    plain = dpp.DPPClassifierCV(base, **grid).fit(X, y)
+    plain = dpp.DPPClassifierCV(base, rule="ensemble", **grid).fit(X, y)
     same = ("name", "params", "rounds", "score", "position")
     assert [[m[k] for k in same] for m in cv.members_] == [
         [m[k] for k in same] for m in plain.members_
@@ -325,6 +326,7 @@ def test_the_ensemble_rule_with_one_member_is_the_best_rule():
     X, y = _two_class(30)
     base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
     grid = {"l2s": [1e-2, 1e-1], "cv": 2, "max_extensions": 0, "pooling": ("mean",)}
+    grid["embedding"] = (None,)
     one = dpp.DPPClassifierCV(base, **grid).fit(X, y)
     best = dpp.DPPClassifierCV(base, rule="best", **grid).fit(X, y)
     assert isinstance(one.best_estimator_, dpp.DPPClassifier) and not hasattr(one, "members_")
@@ -396,6 +398,19 @@ def test_the_decision_ships_the_best_rule_worse_on_no_family():
     result = decide(records + behind, ["behind"])
     assert result["rows"]["behind"]["eligible"] and result["rows"]["behind"]["mean"] < 0
     assert result["chosen"] is None
+    # nor one ahead within noise: a gain that is not significant over all units is no gain
+    base = [r for r in records if r["method"] == "dpp_mean"]
+    jitter = np.random.default_rng(1).normal(0.0, 0.02, len(base))  # +0.1 points in 2 on average
+    ahead = [{**r, "method": "ahead", "accuracy": r["accuracy"] + 0.001 + e}
+             for r, e in zip(base, jitter - jitter.mean(), strict=True)]  # fmt: skip
+    result = decide(records + ahead, ["ahead"])
+    row = result["rows"]["ahead"]
+    assert row["eligible"] and row["mean"] > 0 and row["p"] >= 0.05 and not row["gains"]
+    assert result["chosen"] is None
+    from dpp.experiment.suite.report import decision_table
+
+    assert "Chosen: none (dpp_mean stays" in decision_table(records + ahead, ["ahead"])
+    assert "ahead ahead within noise" in decision_table(records + ahead, ["ahead"])
 
 
 def test_every_estimator_names_its_parameters_and_the_shared_block_agrees():
@@ -474,6 +489,7 @@ def _folds(y, k=3):
         ("corrected", "proba"),
         ("ensemble", "proba"),
         ("ensemble", "log_proba"),
+        ("ensemble_selection", "log_proba"),  # the default, its embedded member included
     ],  # fmt: skip
 )
 def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
@@ -487,14 +503,18 @@ def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
     folds = _folds(y)
     base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
     grid = {"l2s": [1e-2, 1e-1], "cv": folds, "max_extensions": 1}
+    if rule != "ensemble_selection":
+        grid["embedding"] = (None,)  # the paper's model alone
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dpp.errors.FitWarning)
         cv = dpp.DPPClassifierCV(base, rule=rule, combine=combine, **grid).fit(X, y)
     params = cv.best_params_
 
     def build():
-        if rule == "ensemble":
+        if "estimators" in params:
             return SetEnsembleClassifier(**params)
+        if "embedding" in params:  # one member on an embedding kept
+            return dpp.EmbeddedDPPClassifier.like(cv.estimator, **params)
         return clone(cv.estimator).set_params(**params)
 
     with warnings.catch_warnings():
@@ -505,10 +525,12 @@ def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
     for key in (*timing, "rank_test_score"):
         assert cv.cv_results_[key].shape == (len(cv.cv_results_["params"]),), key
     assert np.all(cv.cv_results_["mean_fit_time"] > 0)
-    if rule != "ensemble":
+    if "estimators" not in params:
         assert params["round_cap"] == cv.best_rounds_ and params["validation_fraction"] == 0.0
         return
-    assert [n for n, _ in params["estimators"]] == ["mean", "max", "gem"]
+    kept = [m["name"] for m in cv.members_ if m["kept"]]
+    assert [n for n, _ in params["estimators"]] == kept
+    assert kept == (["mean", "max", "gem"] if rule == "ensemble" else kept)
     # the ensemble's own score: its members refitted on each fold as the candidates were
     # (l2 times the fold's share of the sets), combined, scored on the held-out sets
     scores = []

@@ -222,7 +222,7 @@ def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
     X, y, X_test, y_test = problem
     search = DPPClassifierCV(
         DPPClassifier(**QUICK), l2s=[2e-2, 20.0], n_prototypes=[3], cv=2, max_extensions=0,
-        pooling=None,  # the estimator's own (mean)
+        pooling=None, embedding=(None,),  # the estimator's own (mean), no network
     )  # fmt: skip
     search.fit(X, y)
     scores = search.cv_results_["mean_test_score"]
@@ -417,7 +417,7 @@ def test_dpp_classifier_cv_takes_a_splitter_or_index_pairs_as_grid_search_does(p
     from sklearn.model_selection import KFold, StratifiedKFold
 
     X, y, _, _ = problem
-    grid = {"l2s": [2e-2, 20.0], "n_prototypes": [3], "pooling": None}
+    grid = {"l2s": [2e-2, 20.0], "n_prototypes": [3], "pooling": None, "embedding": (None,)}
     base = DPPClassifier(**QUICK)
     by_number = DPPClassifierCV(base, cv=3, **grid).fit(X, y)
     splitter = StratifiedKFold(3, shuffle=True, random_state=base.random_state)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import dpp
+from dpp.estimators import RAW_VECTORS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +34,7 @@ def test_the_selections_progress_bar_knows_its_total_from_the_start(monkeypatch)
     y = np.arange(24) % 2
     search = dpp.DPPClassifierCV(
         dpp.DPPClassifier(n_prototypes=2, max_rounds=2), l2s=(1e-2, 1.0), pooling=["mean"],
-        cv=2, max_extensions=0, verbose=True,
+        embedding=(None,), cv=2, max_extensions=0, verbose=True,
     ).fit(X, y)  # fmt: skip
     ((start, made),) = bars
     assert start == 1 * 2 * 2 + 1  # one pooling x 2 folds x 2 values, and the refit
@@ -184,13 +185,15 @@ def test_a_selection_warns_about_what_it_returns_not_the_candidates_it_passed_ov
     base = dpp.DPPClassifier(n_prototypes=4)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        search = dpp.DPPClassifierCV(base, pooling=("mean",)).fit(X, y)
+        search = dpp.DPPClassifierCV(base, pooling=("mean",), embedding=(None,)).fit(X, y)
     assert not [w for w in caught if w.category is dpp.FitWarning], [str(w.message) for w in caught]
     results = search.cv_results_
     statuses = dict(zip(results["param_l2"], results["fit_status"], strict=True))
     assert "saturated" in statuses[1.0] and search.best_params_["l2"] != 1.0
     with pytest.warns(dpp.FitWarning) as caught:
-        dpp.DPPClassifierCV(base, l2s=(1.0,), pooling=("mean",), max_extensions=0).fit(X, y)
+        dpp.DPPClassifierCV(
+            base, l2s=(1.0,), pooling=("mean",), embedding=(None,), max_extensions=0
+        ).fit(X, y)
     (message,) = [str(w.message) for w in caught if "chosen candidate" in str(w.message)]
     pattern = r"the chosen candidate \(n_prototypes=4, pooling='mean', l2=1\) ended saturated "
     assert re.search(pattern + r"in \d of 5 fold fits", message), message
@@ -234,7 +237,9 @@ def test_an_attribute_the_default_ensemble_lacks_says_where_to_find_it():
     X = [rng.normal(size=(int(rng.integers(2, 6)), 3)) + (i % 2) for i in range(20)]
     y = np.arange(20) % 2
     base = dpp.DPPClassifier(n_prototypes=2, max_rounds=1)
-    search = dpp.DPPClassifierCV(base, l2s=(0.1,), cv=2, max_extensions=0).fit(X, y)
+    search = dpp.DPPClassifierCV(  # every pooling's winner kept: 'mean' among them
+        base, l2s=(0.1,), cv=2, max_extensions=0, **RAW_VECTORS
+    ).fit(X, y)
     where = r"named_estimators_\['mean'\]\.prototypes_.*rule='best'"
     with pytest.raises(AttributeError, match=where):
         search.prototypes_  # noqa: B018

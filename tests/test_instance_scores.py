@@ -206,7 +206,8 @@ def test_dpp_evidence_finds_the_witnesses():
 @pytest.mark.extended
 def test_the_cv_gives_its_refitted_estimators_evidence(rng):
     X, y = _problem(rng)
-    cv = dpp.DPPClassifierCV(dpp.DPPClassifier(n_prototypes=3, max_rounds=3), cv=2, rule="best")
+    base = dpp.DPPClassifier(n_prototypes=3, max_rounds=3)
+    cv = dpp.DPPClassifierCV(base, cv=2, rule="best", embedding=(None,))
     cv.fit(X, y)
     best = cv.best_estimator_
     for method in ("instance_scores", "soft_assignments"):
@@ -410,6 +411,7 @@ def test_the_one_standard_error_rule_takes_the_simplest_candidate_within_reach()
 def test_dpp_cv_with_the_one_se_rule_refits_the_rules_choice(rng):
     X, y = _problem(rng)
     grid = {"l2s": (1e-2, 1.0), "cv": 3, "pooling": ("mean", "max"), "max_extensions": 0}
+    grid["embedding"] = (None,)
     base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
     best = dpp.DPPClassifierCV(base, **grid).fit(X, y)
     simple = dpp.DPPClassifierCV(base, rule="one_se", **grid).fit(X, y)

@@ -209,7 +209,7 @@ def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     search = dpp.DPPClassifierCV(dpp.EmbeddedDPPClassifier(embedding=(8,)), pooling=["mean"])
     _, groups, by_round, own = search._checked()
     assert groups == [Group(16, "mean", (8,))] and not by_round  # its own K (16 by default)
-    assert own == {}  # on the grid's l2 path (embedding_grid="grid")
+    assert own == {}  # on the grid's l2 path (embedding_grid="auto": grid for it)
 
 
 def test_the_monitored_fit_and_the_refit_share_one_compiled_program(problem):
@@ -236,6 +236,11 @@ def test_a_network_that_never_beat_its_random_start_is_stalled_not_early_stopped
     assert "above the untrained network's (-4.2510)" in reason and "0 epochs" in reason
     best3 = dataclasses.replace(early, best=3)
     assert epoch_status(best3, None, settings.max_epochs)[0] == "early_stopped"
+    # DPP on an embedding starts from a fitted model (k-means prototypes, a Theta-step): its
+    # best epoch 0 is an early stop at its start, as DPP's best round 0 is
+    status, reason = epoch_status(early, None, settings.max_epochs, fitted_start=True)
+    assert status == "early_stopped" and "above the start's (-4.2510" in reason
+    assert "refitted for 0 epochs" in reason
 
 
 def test_the_experiments_neural_baselines_standardise_whatever_the_dataset_says():
@@ -445,8 +450,9 @@ def test_a_selection_over_the_paper_model_and_an_embedding_refits_both(monkeypat
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         search = dpp.DPPClassifierCV(
-            base, embedding=[None, (4,)], pooling=["mean"], l2s=(1.0,), cv=2, max_extensions=0
-        ).fit(X, y)
+            base, embedding=[None, (4,)], embedding_grid="grid", rule="ensemble",
+            pooling=["mean"], l2s=(1.0,), cv=2, max_extensions=0,
+        ).fit(X, y)  # fmt: skip
         names = [m["name"] for m in search.members_]
         assert names == ["mean", "mean_embedded"]
         assert len(fits) == 1  # the refit; the folds' were fitted together, and reused
@@ -517,5 +523,14 @@ def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_ow
     assert candidate_groups(tuned, None, ["mean"], None)[0] == [Group(5, "mean", (6,))]
     standard = dpp.StandardPrototypeClassifier(n_prototypes=3)  # no pooling, no embedding
     assert candidate_groups(standard, None, ["mean", "max"], [None, (8,)]) == ([Group(3)], {})
+    # DPPClassifierCV's defaults ("auto"): over the paper's model, one member on
+    # EmbeddedDPPClassifier() as it fits alone; over an embedded estimator, its grid
+    default = Group(alone.n_prototypes, alone.pooling, alone.embedding)
+    assert candidate_groups(base, None, ["mean"], "auto", "auto") == (
+        [Group(4, "mean"), default],
+        {default: alone.l2},
+    )
+    assert candidate_groups(tuned, None, ["mean"], "auto", "auto") == ([Group(5, "mean", (6,))], {})
+    assert candidate_groups(standard, None, ["mean"], "auto", "auto") == ([Group(3)], {})
     with pytest.raises(ValueError, match="pooling"):
         candidate_groups(base, None, ["median"], None)

@@ -88,7 +88,8 @@ def test_cli_with_dpp_cv_equals_dpp_classifier_cv(tmp_path, split):
     overrides = [*CLI, "l2_selection.kind=dpp_cv", "~baselines.standard"]
     (record,) = run(_compose(overrides), output_dir=tmp_path)["trials"]
     # l2_selection.pooling_grid: null is the estimator's own pooling (pooling=None)
-    search = DPPClassifierCV(DPPClassifier(**SETTINGS, **QUICK), l2s=GRID, cv=2, pooling=None)
+    base = DPPClassifier(**SETTINGS, **QUICK)  # the experiment's: the paper's model alone
+    search = DPPClassifierCV(base, l2s=GRID, cv=2, pooling=None, embedding=(None,))
     search.fit(X, y)
     assert record["best_params"] == search.best_params_
     assert record["cv_rounds"] == search.best_rounds_

@@ -17,6 +17,7 @@ from test_experiment import FAST, _compose
 from dpp import DPPClassifier, DPPClassifierCV
 from dpp.datasets.generated import make_generated
 from dpp.errors import FitWarning
+from dpp.estimators import RAW_VECTORS
 from dpp.experiment.compilation import CompileCounter
 from dpp.experiment.runner import run
 from dpp.experiment.suite import run_suite
@@ -104,6 +105,7 @@ def test_n_jobs_changes_no_bit_of_a_selection():
     data = make_generated(num_sets=40, dim=5, min_size=2, max_size=11, seed=6)
     base = DPPClassifier(n_prototypes=3, max_rounds=3, random_state=0)
     grid = {"l2s": (0.1, 1.0), "n_prototypes": (2, 3), "cv": 3, "max_extensions": 1}
+    grid.update(RAW_VECTORS)  # the paper's model, every pooling's winner kept
     for options in ({"pooling": POOLINGS}, {"pooling": ("mean",), "select_rounds": False}):
         searches = []
         for n_jobs in (1, 2):

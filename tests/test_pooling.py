@@ -199,7 +199,7 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
     quick = {"max_rounds": 2, "optimizer_options": {"max_iter": 10, "theta_max_iter": 100}}
     search = DPPClassifierCV(
         DPPClassifier(n_prototypes=3, **quick), l2s=[1e3, 1e4], cv=2, max_extensions=2,
-        pooling=["mean"],
+        pooling=["mean"], embedding=(None,),
     ).fit(X, y)  # fmt: skip
     l2s = list(search.cv_results_["param_l2"])
     assert l2s[:2] == [1e4, 1e3] and l2s[2:] == search.l2s_added_
@@ -236,7 +236,7 @@ def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
     assert DPPClassifierCV().pooling == ("mean", "max", "gem")  # the default candidates
     search = DPPClassifierCV(
         DPPClassifier(n_prototypes=4, **quick), l2s=[0.1, 1.0], cv=3, max_extensions=0,
-        pooling=["mean", "max"], rule="best",
+        pooling=["mean", "max"], embedding=(None,), rule="best",
     ).fit(X, np.array(y))  # fmt: skip
     results = search.cv_results_
     assert list(results["param_pooling"]) == ["mean", "mean", "max", "max"]
@@ -435,7 +435,7 @@ def test_every_pooling_and_k_candidates_fold_score_is_its_fit_alone():
     base = DPPClassifier(max_rounds=3, random_state=0, validation_fraction=0.0)
     search = DPPClassifierCV(
         base, l2s=[0.1], n_prototypes=[2, 4], pooling=["mean", "max", "gem"], cv=folds,
-        max_extensions=0,
+        embedding=(None,), max_extensions=0,
     ).fit(X, y)  # fmt: skip
     results = search.cv_results_
     assert len(results["params"]) == 6
@@ -522,3 +522,43 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
     assert lines == [
         f"{tmp_path} is complete (1 tasks recorded): nothing to resume, nothing changed"
     ]
+
+
+def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_records_meaning():
+    """Issue 52's decision: ``DPPClassifierCV()`` over a ``DPPClassifier`` scores the candidates
+    that the suite's ``dpp_selection_embedded_own`` measured (the three poolings and one member
+    on ``EmbeddedDPPClassifier()``'s own settings, kept by forward selection); the suite's
+    ``dpp`` stays the raw-vector ensemble its committed records were fitted with, and the
+    summary asks its question of the default where a run has it."""
+    from dpp.estimators import RAW_VECTORS
+    from dpp.estimators.candidates import candidate_groups
+    from dpp.experiment.suite import METHODS
+    from dpp.experiment.suite.report import summary_table
+
+    def groups(cv):
+        return candidate_groups(
+            cv.estimator, cv.n_prototypes, cv.pooling, cv.embedding, cv.embedding_grid
+        )
+
+    own = METHODS["dpp_selection_embedded_own"](4, 0)
+    default = DPPClassifierCV(own.estimator, cv=own.cv)
+    assert groups(default) == groups(own) and len(groups(default)[0]) == 4
+    same = ("l2s", "rule", "combine", "select_rounds", "max_extensions", "scoring")
+    assert all(getattr(default, k) == getattr(own, k) for k in same)
+    raw = METHODS["dpp"](4, 0)
+    assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
+    assert groups(raw) == (groups(default)[0][:3], {})  # the paper's model alone
+    import json
+    from pathlib import Path
+
+    run = Path(__file__).parents[1] / "benchmarks" / "embedded_own_broad" / "suite.json"
+    template = json.loads(run.read_text())["records"][0]  # a committed record's fields
+    records = [
+        {**template, "task": "t", "method": m, "accuracy": a}
+        for m, a in (("dpp", 0.7), ("dpp_selection_embedded_own", 0.9), ("pooling", 0.8))
+    ]
+    table = summary_table(records)
+    assert "Is DPP (`dpp_selection_embedded_own`: `DPPClassifierCV()`'s defaults)" in table
+    assert "- t: DPP 90.0 % against pooling 80.0 % (+10.0 points): yes" in table
+    older = summary_table([r for r in records if r["method"] != "dpp_selection_embedded_own"])
+    assert "- t: DPP 70.0 % against pooling 80.0 % (-10.0 points): NO" in older

@@ -93,7 +93,7 @@ def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     base = DPPClassifier(n_prototypes=3, max_rounds=4, tol=0.0, patience=5, **QUICK)
     with warnings.catch_warnings(), caplog.at_level("INFO", logger="dpp.estimators.cv"):
         warnings.simplefilter("ignore", FitWarning)
-        grid = {"l2s": [1e-2], "cv": 3, "pooling": None}
+        grid = {"l2s": [1e-2], "cv": 3, "pooling": None, "embedding": (None,)}
         search = DPPClassifierCV(base, max_extensions=0, **grid).fit(train)
     # issue 36: a search's per-candidate lines are DEBUG; INFO stays quiet
     assert [r for r in caplog.records if r.name == "dpp.estimators.cv"] == []
@@ -136,7 +136,7 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
     train, test = _halves(sets, seed=2)
     base = DPPClassifier(n_prototypes=6, validation_fraction=0.0, **QUICK)  # rounds by tol
     labels = np.asarray(test.labels)
-    grid = {"l2s": [1e-2, 1e-1], "cv": 3, "pooling": ["mean"]}
+    grid = {"l2s": [1e-2, 1e-1], "cv": 3, "pooling": ["mean"], "embedding": (None,)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         full = DPPClassifierCV(base, select_rounds=False, **grid).fit(train)

@@ -39,7 +39,7 @@ from dpp.estimators.baselines import (
     InfoLossClassifier,
     StandardPrototypeClassifier,
 )
-from dpp.estimators.cv import DPPClassifierCV
+from dpp.estimators.cv import RAW_VECTORS, DPPClassifierCV
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.embedded import EmbeddedDPPClassifier
 from dpp.estimators.ensemble import SetEnsembleClassifier
@@ -54,6 +54,7 @@ __all__ = [
     "ESTIMATORS",
     "POOLED_ESTIMATORS",
     "NEURAL_ESTIMATORS",
+    "RAW_VECTORS",
     "AttentionMILClassifier",
     "DeepSetsClassifier",
     "BagOfWordsClassifier",

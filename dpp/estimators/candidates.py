@@ -10,7 +10,7 @@ from sklearn.base import clone
 from dpp import params as check
 from dpp.errors import warn_caller
 from dpp.estimators.dpp import DPPClassifier
-from dpp.estimators.embedded import EmbeddedDPPClassifier
+from dpp.estimators.embedded import WIDTHS, EmbeddedDPPClassifier
 from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS, simplicity
 
@@ -18,8 +18,27 @@ from dpp.pooling import POOLINGS, simplicity
 DEFAULT_VALIDATION_FRACTION = 0.2
 
 #: What an embedding candidate of :class:`DPPClassifierCV` is crossed with: the grid's ``K``,
-#: poolings and ``l2`` path, or one candidate with the embedded estimator's own settings.
-EMBEDDING_GRIDS = ("grid", "own")
+#: poolings and ``l2`` path, or one candidate with the embedded estimator's own settings;
+#: ``auto`` (the default): ``own`` for an embedding added to the paper's model, ``grid`` where
+#: the tuned estimator is itself an :class:`~dpp.EmbeddedDPPClassifier`.
+EMBEDDING_GRIDS = ("auto", "grid", "own")
+
+
+def resolved_embeddings(base, embedding, embedding_grid: str) -> tuple:
+    """``(embedding, embedding_grid)`` with :class:`DPPClassifierCV`'s ``"auto"`` resolved.
+
+    ``embedding="auto"``: the paper's model and ``EmbeddedDPPClassifier()``'s widths
+    (:data:`~dpp.estimators.embedded.WIDTHS`) over a :class:`~dpp.DPPClassifier`, the
+    estimator's own (``(None,)``) over any other; ``embedding_grid="auto"``: ``grid`` over an
+    :class:`~dpp.EmbeddedDPPClassifier` (its settings are what is tuned), else ``own`` (the
+    added member fits as ``EmbeddedDPPClassifier()`` does alone). Other values pass through.
+    """
+    embedded = isinstance(base, EmbeddedDPPClassifier)
+    if isinstance(embedding, str) and embedding == "auto":
+        embedding = (None, WIDTHS) if isinstance(base, DPPClassifier) else (None,)
+    if embedding_grid == "auto":
+        embedding_grid = "grid" if embedded else "own"
+    return embedding, embedding_grid
 
 
 class Group(NamedTuple):
@@ -83,7 +102,8 @@ def candidate_groups(
         base: the tuned prototype estimator.
         n_prototypes: the ``K`` values (``None``: ``base``'s own).
         pooling: the poolings (``None``: ``base``'s own, or none).
-        embedding: the embeddings, widths or ``None`` for the paper's model (``None``: none).
+        embedding: the embeddings, widths or ``None`` for the paper's model (``None``: none),
+            or ``"auto"`` (:func:`resolved_embeddings`).
         embedding_grid: one of :data:`EMBEDDING_GRIDS`.
 
     Returns:
@@ -92,6 +112,7 @@ def candidate_groups(
     Raises:
         ValueError: an unknown pooling or bad widths.
     """
+    embedding, embedding_grid = resolved_embeddings(base, embedding, embedding_grid)
     ks = [base.n_prototypes] if n_prototypes is None else list(n_prototypes)
     params = base.get_params()
     poolings = [None]

@@ -57,6 +57,14 @@ from dpp.solvers.progress import bar, say
 logger = logging.getLogger(__name__)
 
 
+#: :class:`DPPClassifierCV`'s parameters for its former default (until issue 52's decision):
+#: the paper's model on the raw vectors alone, each pooling's winner refitted and the three
+#: combined. ``DPPClassifierCV(**RAW_VECTORS)`` trains no network (about half the default's
+#: time on small data), and its exact evidence (``instance_scores``) ranks the witnesses of a
+#: witness task a little better (docs/defaults.md, "One member on a learned embedding").
+RAW_VECTORS = {"embedding": (None,), "rule": "ensemble"}
+
+
 class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
     """DPP with ``l2`` (and ``n_prototypes``) chosen by cross-validation of DPP itself.
 
@@ -93,14 +101,20 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             (:meth:`~dpp.EmbeddedDPPClassifier.like`; it stops early on its own 20 % of each
             fold, its epochs are not chosen here). Every candidate is scored the same way: on
             the held-out folds. ``None`` alone: the estimator's own (an
-            ``EmbeddedDPPClassifier``'s widths).
-        embedding_grid: what an embedding candidate is crossed with: ``grid`` (the default)
-            the grid's ``K`` values, poolings and ``l2`` path, as the paper's model is;
-            ``own``, one candidate per embedding with the embedded estimator's own ``K``,
-            pooling and ``l2`` (``EmbeddedDPPClassifier()``'s, or the tuned
-            ``EmbeddedDPPClassifier``'s), no path and no extension: what that estimator fits
-            alone, scored on the same folds, at one fit per fold (``grid``: poolings x ``K``
-            values x ``l2`` values per fold).
+            ``EmbeddedDPPClassifier``'s widths). ``"auto"`` (the default): over a
+            :class:`DPPClassifier`, the paper's model and ``EmbeddedDPPClassifier()``'s widths,
+            ``(None, (256, 128, 64))``, four members (one per pooling, one on the embedding,
+            below); over an ``EmbeddedDPPClassifier``, its own widths; the other prototype
+            estimators have no embedding.
+        embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
+            per embedding with the embedded estimator's own ``K``, pooling and ``l2``
+            (``EmbeddedDPPClassifier()``'s, or the tuned ``EmbeddedDPPClassifier``'s), no path
+            and no extension: what that estimator fits alone, scored on the same folds, at one
+            fit per fold; ``grid``, the grid's ``K`` values, poolings and ``l2`` path, as the
+            paper's model is (poolings x ``K`` values x ``l2`` values per fold). ``"auto"``
+            (the default): ``own`` for an embedding added to a ``DPPClassifier``, ``grid``
+            where the tuned estimator is an ``EmbeddedDPPClassifier``
+            (:func:`~dpp.estimators.candidates.resolved_embeddings`).
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -121,11 +135,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             codes saturate within a few rounds and the held-out log-likelihood falls
             (docs/defaults.md, "A suite of set tasks"). Needs ``scoring="log_likelihood"``;
             ignored for the other estimators.
-        rule: what the candidates' scores give: ``ensemble`` (the default: each member's best
-            candidate, a member being a pooling (and an embedding) with its ``K``, ``l2`` and
-            rounds chosen among its own candidates; the members are refitted and their
-            predictions combined by ``combine``,
-            :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`;
+        rule: what the candidates' scores give: ``ensemble_selection`` (the default: the
+            members of ``ensemble`` whose combination scores best on the folds, kept by
+            forward selection, :func:`~dpp.selection.forward_selection`; a dropped member is
+            not refitted), ``ensemble`` (each member's best candidate, a member being a
+            pooling (and an embedding) with its ``K``, ``l2`` and rounds chosen among its own
+            candidates; the members are refitted and their predictions combined by
+            ``combine``, :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`;
             with one member it is ``best``), ``best`` (the highest mean validation score, one
             refit), ``one_se`` (the simplest candidate within one standard error of the best:
             mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
@@ -134,7 +150,14 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             ``best_score_`` is that corrected score). ``ensemble`` was decided on the suite's
             broad benchmark: +1.2 ± 0.4 accuracy points over ``best`` on 210 paired units
             (Wilcoxon p = 0.006) and +7.8 ± 0.8 over the paper's mean pooling, worse on no task
-            family (docs/defaults.md, "Choosing the default selection").
+            family (docs/defaults.md, "Choosing the default selection"); then
+            ``ensemble_selection`` with the embedded member (the defaults of ``embedding``,
+            ``embedding_grid`` and ``rule`` together): +2.0 ± 0.3 points over that ensemble
+            on the same 210 units (p = 4e-8; digit bags +5.1 ± 0.9), worse on no family, at
+            0.8-5x its seconds (2.2x on the README's example) and with a weaker exact
+            evidence on the witness tasks (``instance_scores``' instance AUC -0.03;
+            docs/defaults.md, "One member on a learned embedding"). ``**RAW_VECTORS`` gives
+            the former default, the paper's model alone.
         combine: how ``rule="ensemble"`` combines its members' predictions
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
             default), the mean of their log-probabilities renormalised, whose
@@ -168,7 +191,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
       ensemble's own parameters, ``{"estimators": [(name, estimator with its choice)],
       "combine": ...}``: ``SetEnsembleClassifier(**best_params_)`` is the refit. (A candidate
       on an embedding over a ``DPPClassifier`` is an ``EmbeddedDPPClassifier``: its
-      parameters are that estimator's.)
+      parameters are that estimator's, and ``EmbeddedDPPClassifier.like(estimator,
+      **best_params_)`` is its refit, where ``ensemble_selection`` keeps that member alone.)
     * ``best_score_``: the chosen candidate's mean validation score (``corrected``: less its
       optimism; ``one_se``: at its chosen round); for the ensemble (and what
       ``ensemble_selection`` kept, one member or several), the ensemble's own, its chosen
@@ -216,13 +240,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         l2s=(1e-3, 1e-2, 1e-1, 1.0),
         n_prototypes=None,
         pooling=POOLINGS,
-        embedding=(None,),
-        embedding_grid: str = "grid",
+        embedding="auto",
+        embedding_grid: str = "auto",
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
         select_rounds: bool = True,
-        rule: str = "ensemble",
+        rule: str = "ensemble_selection",
         combine: str = "log_proba",
         n_jobs: int | None = None,
         verbose: bool = False,
@@ -464,15 +488,19 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
         for k in self.n_prototypes or ():
             check.int_at_least("n_prototypes", k, 1)
+        auto = isinstance(self.embedding, str) and self.embedding == "auto"
         for name in ("pooling", "embedding"):
             value = getattr(self, name)
+            if name == "embedding" and auto:
+                continue
             if value is not None and (isinstance(value, str) or not list(value)):
+                extra = ", 'auto'" if name == "embedding" else ""
                 raise ValueError(
-                    f"{name} must be a non-empty list of candidates or None, got {value!r}"
+                    f"{name} must be a non-empty list of candidates{extra} or None, got {value!r}"
                 )
         for p in self.pooling or ():
             check.choice("pooling", p, POOLINGS)
-        for e in self.embedding or ():
+        for e in () if auto else self.embedding or ():
             if e is not None:
                 check.Widths()("embedding", e)
         if self.n_jobs is not None and (
@@ -592,7 +620,7 @@ def pooling_members(random_state=0) -> list[tuple[str, DPPClassifierCV]]:
     """DPP's per-pooling selections, ``DPPClassifierCV(pooling=(p,))`` for mean, max and gem.
 
     The members of a :class:`~dpp.estimators.ensemble.SetEnsembleClassifier` that averages
-    them: what ``DPPClassifierCV()`` (``rule="ensemble"``) fits itself, as one search.
+    them: what ``DPPClassifierCV(**RAW_VECTORS)`` fits itself, as one search.
     """
     base = DPPClassifier(random_state=random_state)
-    return [(p, DPPClassifierCV(base, pooling=(p,))) for p in POOLINGS]
+    return [(p, DPPClassifierCV(base, pooling=(p,), **RAW_VECTORS)) for p in POOLINGS]

@@ -46,6 +46,8 @@ _TRAIN = training.TrainSettings()
 #: The default candidate weight decays on the embedding: the networks' 5e-3 and 40 times it,
 #: the one its own early stopping holds out best kept (``docs/benchmarks.md``, issue 52).
 EMBEDDED_DECAYS = (_TRAIN.weight_decay, 0.2)
+#: The default embedding: ReLU layers of these widths (the neural baselines' 256-128-64).
+WIDTHS = (256, 128, 64)
 #: The parameters a prototype estimator shares with this one, with the same meaning.
 _SHARED_MEANING = (
     "n_prototypes", "l2", "pooling", "validation_fraction", "beta_scale", "standardize",
@@ -144,7 +146,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         n_prototypes: int = 16,
         l2: float = _FIT.l2,
         pooling: str = "gem",
-        embedding=(256, 128, 64),
+        embedding=WIDTHS,
         dropout: float = 0.5,
         learning_rate: float = _TRAIN.learning_rate,
         weight_decay=EMBEDDED_DECAYS,
@@ -330,6 +332,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             seed,
             self.method,
             bool(self.verbose),
+            fitted_start=True,  # k-means prototypes and a Theta-step: a model, not a random one
         )
 
     # ------------------------------------------------------------------ model file

@@ -91,9 +91,9 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
     Args:
         estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted).
             :func:`dpp.estimators.cv.pooling_members` gives DPP's per-pooling winners (what
-            ``DPPClassifierCV()`` fits and combines itself), :func:`seed_members` one member
-            per k-means seed. ``None`` (the default, so that ``get_params`` works) is refused
-            at ``fit``.
+            ``DPPClassifierCV(**RAW_VECTORS)`` fits and combines itself), :func:`seed_members`
+            one member per k-means seed. ``None`` (the default, so that ``get_params``
+            works) is refused at ``fit``.
         weights: ``[len(estimators)]`` non-negative weights of the members (not all 0), their
             share of the mean; ``None``: equal.
         combine: ``"log_proba"`` (the default: the mean of log-probabilities, renormalised;
@@ -127,8 +127,8 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
         if self.estimators is None:
             raise ValueError(
                 "SetEnsembleClassifier needs its members: estimators=[(name, estimator), ...], "
-                "e.g. dpp.estimators.cv.pooling_members() (DPPClassifierCV() fits that ensemble "
-                "itself) or seed_members(estimator)"
+                "e.g. dpp.estimators.cv.pooling_members() (DPPClassifierCV(**RAW_VECTORS) fits "
+                "that ensemble itself) or seed_members(estimator)"
             )
         members = list(self.estimators)
         if not members or not all(isinstance(m, tuple) and len(m) == 2 for m in members):

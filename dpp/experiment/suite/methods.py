@@ -1,8 +1,11 @@
 """The suite's methods: configured estimators by name, and what each fit chose.
 
-* ``dpp``: :class:`~dpp.DPPClassifierCV` with its defaults (for each pooling, mean, max and
-  gem, ``l2`` and the number of coordinate-ascent rounds by inner CV, the grid extended past an
-  edge; the three winners' log-probabilities averaged): what a user gets; ``dpp_proba`` and
+* ``dpp``: :class:`~dpp.DPPClassifierCV` on the raw vectors, its default until issue 52's
+  decision (``**RAW_VECTORS``: for each pooling, mean, max and gem, ``l2`` and the number of
+  coordinate-ascent rounds by inner CV, the grid extended past an edge; the three winners'
+  log-probabilities averaged), the reference of the committed records; every ``dpp_*``
+  selection keeps the parameters it was recorded with (:data:`RECORDED`) but those it names,
+  so ``dpp_selection_embedded_own`` is ``DPPClassifierCV()``'s default now; ``dpp_proba`` and
   ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one
   best candidate refitted: the default before the broad benchmark), ``dpp_selection`` (the
   members kept by forward selection, ``rule="ensemble_selection"``) and
@@ -40,8 +43,9 @@ from copy import deepcopy
 import numpy as np
 from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 
-from dpp.estimators import ESTIMATORS, DPPClassifierCV, SetEnsembleClassifier
+from dpp.estimators import ESTIMATORS, RAW_VECTORS, DPPClassifierCV, SetEnsembleClassifier
 from dpp.estimators.adam import best_held_out, held_out_score
+from dpp.estimators.embedded import WIDTHS
 from dpp.estimators.ensemble import seed_members
 from dpp.pooling import POOLINGS
 
@@ -53,7 +57,12 @@ L2S = (1e-3, 1e-2, 1e-1, 1.0)
 
 
 #: The embedding of the embedded DPP (the neural baselines' 256-128-64) and its ``K``.
-EMBEDDING, EMBEDDED_K = (256, 128, 64), 16
+EMBEDDING, EMBEDDED_K = WIDTHS, 16
+
+#: The selections' parameters as the committed records were fitted with (``DPPClassifierCV``'s
+#: defaults until issue 52's decision): each ``dpp_*`` method overrides only what it names, so
+#: a method's name keeps its meaning (and its fingerprint, :func:`method_parameters`).
+RECORDED = {**RAW_VECTORS, "embedding_grid": "grid"}
 
 
 def _dpp_cv(pooling=None, base_options=None, **options):
@@ -63,7 +72,7 @@ def _dpp_cv(pooling=None, base_options=None, **options):
         cv = options.get("cv", 3)
         if cv == "repeated":  # 2 x 3 folds, the same rule on twice the folds
             cv = RepeatedStratifiedKFold(n_splits=3, n_repeats=2, random_state=seed)
-        rest = {k: v for k, v in options.items() if k != "cv"}
+        rest = {**RECORDED, **{k: v for k, v in options.items() if k != "cv"}}
         return DPPClassifierCV(base, l2s=L2S, cv=cv, **extra, **rest)
 
     return make
@@ -249,7 +258,7 @@ METHODS: dict[str, Callable] = {
         n_prototypes=k, validation_fraction=0.0, random_state=seed
     ),
     "standard": lambda k, seed: DPPClassifierCV(
-        ESTIMATORS["standard"](n_prototypes=k, random_state=seed), l2s=L2S, cv=3
+        ESTIMATORS["standard"](n_prototypes=k, random_state=seed), l2s=L2S, cv=3, **RECORDED
     ),
     "pooling": lambda k, seed: ESTIMATORS["pooling"](random_state=seed),
     "bag_of_words": lambda k, seed: ESTIMATORS["bag_of_words"](n_prototypes=k, random_state=seed),

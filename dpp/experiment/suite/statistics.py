@@ -68,14 +68,14 @@ def decide(records: list[dict], candidates, reference: str = "dpp_mean") -> dict
 
     Among ``candidates`` measured against ``reference`` (the paper's mean pooling) on paired
     units, the one with the largest mean accuracy difference that is significantly worse
-    (Wilcoxon p < :data:`ALPHA` with a negative mean) on no task family; a candidate whose mean
-    difference is not above zero is never chosen over the reference (``chosen`` ``None``: the
-    reference stays).
+    (Wilcoxon p < :data:`ALPHA` with a negative mean) on no task family (``eligible``) and
+    significantly better over all units (p < :data:`ALPHA` with a positive mean: a gain within
+    noise is not a gain); otherwise ``chosen`` is ``None`` and the reference stays.
 
     Returns:
         ``{"reference", "rows": {candidate: paired_differences(...) | {"eligible": bool,
-        "worse_on": [families]}}, "chosen": name or None}``; a candidate with no paired
-        unit is left out.
+        "worse_on": [families], "gains": bool}}, "chosen": name or None}``; a candidate with no
+        paired unit is left out.
     """
     rows = {}
     for name in candidates:
@@ -86,8 +86,9 @@ def decide(records: list[dict], candidates, reference: str = "dpp_mean") -> dict
             f for f, part in d["families"].items()
             if part["p"] is not None and part["p"] < ALPHA and part["mean"] < 0
         ]  # fmt: skip
-        rows[name] = {**d, "eligible": not worse, "worse_on": worse}
-    eligible = [n for n, r in rows.items() if r["eligible"] and r["mean"] > 0]
+        gains = d["p"] is not None and d["p"] < ALPHA and d["mean"] > 0
+        rows[name] = {**d, "eligible": not worse, "worse_on": worse, "gains": gains}
+    eligible = [n for n, r in rows.items() if r["eligible"] and r["gains"]]
     chosen = max(eligible, key=lambda n: rows[n]["mean"], default=None)
     return {"reference": reference, "rows": rows, "chosen": chosen}
 
