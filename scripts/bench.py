@@ -53,10 +53,10 @@ n_prototypes=4))`` on 150 sets of 2-13 vectors in 5-D, predictions on 50 and the
 second selection on 150 other sets of the same kind, ``AttentionMILClassifier()`` on the
 first sets in the same process, the first selection on the raw vectors alone,
 ``DPPClassifierCV(**RAW_VECTORS)``, the default before issue 52's embedded member, and the
-suite's ``attention_mil_cv``, its learning rate and weight decay chosen by 3-fold CV), and a 10-fold loop of ``DPPClassifierCV()`` over a generated
-multiple-instance problem (100 bags of 5-30 vectors in 10-D). Per step: programs compiled, their
-compile seconds, the step's seconds; the selection's ratio to attention MIL's fit, and the warm
-process's to the cold one's.
+suite's ``attention_mil_cv``, its learning rate and weight decay chosen by 3-fold CV), and a
+10-fold loop of ``DPPClassifierCV()`` over a generated multiple-instance problem (100 bags of
+5-30 vectors in 10-D). Per step: programs compiled, their compile seconds, the step's seconds;
+the selection's ratio to attention MIL's fit, and the warm process's to the cold one's.
 
 ``--scene``: encode the whole Indian Pines scene, every one of its 21,025 pixels as the set of its
 window's spectra (shared-pool layout, K = 50 by default), for several window sizes: the number
