@@ -24,6 +24,32 @@ DEFAULT_VALIDATION_FRACTION = 0.2
 EMBEDDING_GRIDS = ("auto", "grid", "own")
 
 
+def check_grids(l2s, n_prototypes, pooling, embedding) -> None:
+    """Checks :class:`DPPClassifierCV`'s candidate values before any fit.
+
+    Raises:
+        ValueError: an empty or negative ``l2s``, a ``K`` below 1, an empty or string list of
+            poolings or embeddings (but ``embedding="auto"``), an unknown pooling, bad widths.
+    """
+    values = [float(v) for v in l2s]
+    if not values or min(values) < 0:
+        raise ValueError(f"l2s must be a non-empty list of values >= 0, got {l2s!r}")
+    for k in n_prototypes or ():
+        check.int_at_least("n_prototypes", k, 1)
+    auto = isinstance(embedding, str) and embedding == "auto"
+    for name, value in (("pooling", pooling), ("embedding", None if auto else embedding)):
+        if value is not None and (isinstance(value, str) or not list(value)):
+            extra = ", 'auto'" if name == "embedding" else ""
+            raise ValueError(
+                f"{name} must be a non-empty list of candidates{extra} or None, got {value!r}"
+            )
+    for p in pooling or ():
+        check.choice("pooling", p, POOLINGS)
+    for e in () if auto else embedding or ():
+        if e is not None:
+            check.Widths()("embedding", e)
+
+
 def resolved_embeddings(base, embedding, embedding_grid: str) -> tuple:
     """``(embedding, embedding_grid)`` with :class:`DPPClassifierCV`'s ``"auto"`` resolved.
 

@@ -27,6 +27,7 @@ from dpp.estimators.candidates import (
     Group,
     MemberChoice,
     candidate_groups,
+    check_grids,
     member_name,
     refit_estimator,
     refit_params,
@@ -57,11 +58,9 @@ from dpp.solvers.progress import bar, say
 logger = logging.getLogger(__name__)
 
 
-#: :class:`DPPClassifierCV`'s parameters for its former default (until issue 52's decision):
-#: the paper's model on the raw vectors alone, each pooling's winner refitted and the three
-#: combined. ``DPPClassifierCV(**RAW_VECTORS)`` trains no network (about half the default's
-#: time on small data), and its exact evidence (``instance_scores``) ranks the witnesses of a
-#: witness task a little better (docs/defaults.md, "One member on a learned embedding").
+#: :class:`DPPClassifierCV`'s former defaults (until issue 52): the paper's model on the raw
+#: vectors alone, every pooling's winner combined; no network (about half the default's time on
+#: small data), its exact evidence a little better on witness tasks (docs/defaults.md).
 RAW_VECTORS = {"embedding": (None,), "rule": "ensemble"}
 
 
@@ -147,17 +146,11 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
             of its best round, :func:`fewest_rounds`) or ``corrected`` (the highest score less
             the optimism of choosing its rounds on the same folds, :func:`round_optimism`;
-            ``best_score_`` is that corrected score). ``ensemble`` was decided on the suite's
-            broad benchmark: +1.2 ± 0.4 accuracy points over ``best`` on 210 paired units
-            (Wilcoxon p = 0.006) and +7.8 ± 0.8 over the paper's mean pooling, worse on no task
-            family (docs/defaults.md, "Choosing the default selection"); then
-            ``ensemble_selection`` with the embedded member (the defaults of ``embedding``,
-            ``embedding_grid`` and ``rule`` together): +2.0 ± 0.3 points over that ensemble
-            on the same 210 units (p = 4e-8; digit bags +5.1 ± 0.9), worse on no family, at
-            0.8-5x its seconds (2.2x on the README's example) and with a weaker exact
-            evidence on the witness tasks (``instance_scores``' instance AUC -0.03;
-            docs/defaults.md, "One member on a learned embedding"). ``**RAW_VECTORS`` gives
-            the former default, the paper's model alone.
+            ``best_score_`` is that corrected score). Decided on the suite's broad benchmark
+            (210 paired units, docs/defaults.md): ``ensemble`` +1.2 ± 0.4 accuracy points
+            over ``best``; with the embedded member (this rule with the defaults of
+            ``embedding`` and ``embedding_grid``) +2.0 ± 0.3 over that (digit bags +5.1),
+            worse on no family, at 0.8-5x its seconds. ``**RAW_VECTORS``: the former.
         combine: how ``rule="ensemble"`` combines its members' predictions
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
             default), the mean of their log-probabilities renormalised, whose
@@ -483,26 +476,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         Raises:
             ValueError: naming the parameter, the rule and the value.
         """
-        l2s = [float(v) for v in self.l2s]
-        if not l2s or min(l2s) < 0:
-            raise ValueError(f"l2s must be a non-empty list of values >= 0, got {self.l2s!r}")
-        for k in self.n_prototypes or ():
-            check.int_at_least("n_prototypes", k, 1)
-        auto = isinstance(self.embedding, str) and self.embedding == "auto"
-        for name in ("pooling", "embedding"):
-            value = getattr(self, name)
-            if name == "embedding" and auto:
-                continue
-            if value is not None and (isinstance(value, str) or not list(value)):
-                extra = ", 'auto'" if name == "embedding" else ""
-                raise ValueError(
-                    f"{name} must be a non-empty list of candidates{extra} or None, got {value!r}"
-                )
-        for p in self.pooling or ():
-            check.choice("pooling", p, POOLINGS)
-        for e in () if auto else self.embedding or ():
-            if e is not None:
-                check.Widths()("embedding", e)
+        check_grids(self.l2s, self.n_prototypes, self.pooling, self.embedding)
         if self.n_jobs is not None and (
             isinstance(self.n_jobs, bool)
             or not isinstance(self.n_jobs, int | np.integer)
