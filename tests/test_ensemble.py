@@ -547,8 +547,10 @@ def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
         log_p = fold.predict_log_proba([X[i] for i in held_idx])
         scores.append(weighted_score(log_p, labels, np.ones(len(held_idx)), "log_likelihood"))
     # float32 fits; the search's run on one padded layout for every fold (the same fit up to
-    # the order of float32 sums)
-    assert cv.best_score_ == pytest.approx(np.mean(scores), abs=2e-4)
+    # the order of float32 sums), an embedded member's folds batched (its fits alone to 1e-3:
+    # tests/test_neural.py, test_a_batched_selection_equals_its_fits_one_by_one)
+    tolerance = 1e-3 if any("embedding" in m["params"] for m in cv.members_) else 2e-4
+    assert cv.best_score_ == pytest.approx(np.mean(scores), abs=tolerance)
     assert all(cv.best_score_ != pytest.approx(m["score"], abs=1e-3) for m in cv.members_)
     assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)
 
