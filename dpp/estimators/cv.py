@@ -6,6 +6,7 @@ import logging
 import re
 from collections import Counter
 from pathlib import Path
+from types import MappingProxyType
 from typing import ClassVar
 
 import numpy as np
@@ -59,9 +60,8 @@ logger = logging.getLogger(__name__)
 
 
 #: :class:`DPPClassifierCV`'s former defaults (until issue 52): the paper's model on the raw
-#: vectors alone, every pooling's winner combined; no network (about half the default's time on
-#: small data), its exact evidence a little better on witness tasks (docs/defaults.md).
-RAW_VECTORS = {"embedding": (None,), "rule": "ensemble"}
+#: vectors alone, every pooling's winner combined; no network, half the time (docs/defaults.md).
+RAW_VECTORS = MappingProxyType({"embedding": (None,), "rule": "ensemble"})
 
 
 class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, BaseEstimator):
