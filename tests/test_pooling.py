@@ -269,6 +269,15 @@ def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_ca
     assert edge.filename == __file__  # the caller's line, not dpp's
     assert search.best_position_ == "weakest edge"
     assert list(search.cv_results_["fit_status"]) == ["converged"] * 4
+    # issue 53: an ensemble's edge is said for each member it returns, by name, never for a
+    # member forward selection dropped (every member here is at its weakest edge)
+    dpp_base = DPPClassifier(n_prototypes=2, max_rounds=2, random_state=0)
+    grid = {"l2s": [1e3, 1e4], "cv": 2, "max_extensions": 0, "embedding": (None,)}
+    with pytest.warns(FitWarning) as caught:
+        ensemble = DPPClassifierCV(dpp_base, rule="ensemble_selection", **grid).fit(X, y)
+    edges = sorted(str(w.message).split(")")[0] for w in caught if "edge" in str(w.message))
+    kept = [m["name"] for m in ensemble.members_ if m["kept"]]
+    assert len(kept) < 3 and edges == sorted(f"DPPClassifierCV (member {n}" for n in kept)
     # the pooled baselines say the same of their C
     message = r"PoolingClassifier: the chosen C = \S+ lies at the \w+ edge of the values scored "
     with pytest.warns(FitWarning, match=message + r"\[1e\+03, 1e\+04\]"):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import NamedTuple
 
+import numpy as np
 from sklearn.base import clone
 
 from dpp import params as check
@@ -13,6 +15,9 @@ from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.embedded import WIDTHS, EmbeddedDPPClassifier
 from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS, simplicity
+from dpp.selection import MIN_VALIDATION_SETS
+
+logger = logging.getLogger(__name__)
 
 #: The held-out share with which a candidate on an embedding stops early within a fold.
 DEFAULT_VALIDATION_FRACTION = 0.2
@@ -65,6 +70,38 @@ def resolved_embeddings(base, embedding, embedding_grid: str) -> tuple:
     if embedding_grid == "auto":
         embedding_grid = "grid" if embedded else "own"
     return embedding, embedding_grid
+
+
+def monitored_embeddings(base, embedding, groups: list, own: dict, folds) -> tuple[list, dict]:
+    """``(groups, own)`` without ``embedding="auto"``'s member where its fits cannot stop early.
+
+    The member on an embedding that ``"auto"`` adds to a :class:`~dpp.DPPClassifier` holds out
+    :data:`DEFAULT_VALIDATION_FRACTION` of each fit's training sets for early stopping. Where a
+    fold's training part is too small for that (fewer than
+    :data:`~dpp.selection.MIN_VALIDATION_SETS` held out: under 46 sets), it would train for
+    ``max_epochs`` unmonitored, which the broad benchmark that chose it did not cover (every
+    refit of it there stopped early): ``"auto"`` then leaves it out, and says so in the log.
+    Explicit embeddings, and an :class:`~dpp.EmbeddedDPPClassifier`'s own, are kept.
+
+    Args:
+        base: the tuned estimator.
+        embedding: :class:`DPPClassifierCV`'s ``embedding``.
+        groups: :func:`candidate_groups`' groups.
+        own: :func:`candidate_groups`' groups scored at one ``l2``.
+        folds: ``[(fit indices, held-out indices)]`` of the selection.
+    """
+    smallest = min(len(part) for part, _ in folds)
+    held = int(np.ceil(DEFAULT_VALIDATION_FRACTION * smallest))
+    auto = isinstance(embedding, str) and embedding == "auto" and isinstance(base, DPPClassifier)
+    if not auto or held >= MIN_VALIDATION_SETS or all(g.embedding is None for g in groups):
+        return groups, own
+    logger.info(
+        "DPPClassifierCV: embedding='auto' leaves out the member on an embedding: its early "
+        "stopping would hold out %d of a fold's %d training sets (< %d) and it would train "
+        "unmonitored; embedding=(None, %s) keeps it", held, smallest, MIN_VALIDATION_SETS, WIDTHS,
+    )  # fmt: skip
+    kept = [g for g in groups if g.embedding is None]
+    return kept, {g: v for g, v in own.items() if g in kept}
 
 
 class Group(NamedTuple):
@@ -264,3 +301,4 @@ class MemberChoice(NamedTuple):
     position: str  # where its l2 lies among the values scored
     added: list  # l2 values added past an edge of its grown path
     fitted: object  # its refit on every training set (None until refitted)
+    edge: str | None = None  # the warning of an l2 at its grid's edge, said if it is kept

@@ -30,6 +30,7 @@ from dpp.estimators.candidates import (
     candidate_groups,
     check_grids,
     member_name,
+    monitored_embeddings,
     refit_estimator,
     refit_params,
     warn_unclean_choice,
@@ -58,7 +59,6 @@ from dpp.solvers.progress import bar, say
 
 logger = logging.getLogger(__name__)
 
-
 #: :class:`DPPClassifierCV`'s former defaults (until issue 52): the paper's model on the raw
 #: vectors alone, every pooling's winner combined; no network, half the time (docs/defaults.md).
 RAW_VECTORS = MappingProxyType({"embedding": (None,), "rule": "ensemble"})
@@ -75,9 +75,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
     training sets (from k-means). ``l2`` is a strength on the summed log-likelihood, so a fold's
     fit, on a fraction ``r`` of the sets' total weight (``(folds - 1) / folds`` for equal
     folds), uses ``l2 * r``: a value of the grid means the same strength on every fit. An
-    estimator whose codes do not depend on ``l2`` (the standard prototype: ``fold_codes``) is
-    encoded once per fold and ``K``, and every fold's ``l2`` path runs as one compiled program
-    (:func:`dpp.solvers.coordinate_ascent.fit_classifier_paths`).
+    estimator whose codes do not depend on ``l2`` (the standard prototype) is encoded once per
+    fold and ``K``, every fold's ``l2`` path one program (``fit_classifier_paths``).
 
     Args:
         estimator: the estimator to tune (default ``DPPClassifier()``; the prototype baselines,
@@ -103,8 +102,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             ``EmbeddedDPPClassifier``'s widths). ``"auto"`` (the default): over a
             :class:`DPPClassifier`, the paper's model and ``EmbeddedDPPClassifier()``'s widths,
             ``(None, (256, 128, 64))``, four members (one per pooling, one on the embedding,
-            below); over an ``EmbeddedDPPClassifier``, its own widths; the other prototype
-            estimators have no embedding.
+            below; the last left out where a fold's training part holds under 46 sets, too few
+            for its early stopping: :func:`~dpp.estimators.candidates.monitored_embeddings`);
+            over an ``EmbeddedDPPClassifier``, its own widths; the others have no embedding.
         embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
             per embedding with the embedded estimator's own ``K``, pooling and ``l2``
             (``EmbeddedDPPClassifier()``'s, or the tuned ``EmbeddedDPPClassifier``'s), no path
@@ -146,11 +146,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
             of its best round, :func:`fewest_rounds`) or ``corrected`` (the highest score less
             the optimism of choosing its rounds on the same folds, :func:`round_optimism`;
-            ``best_score_`` is that corrected score). Decided on the suite's broad benchmark
-            (210 paired units, docs/defaults.md): ``ensemble`` +1.2 ± 0.4 accuracy points
-            over ``best``; with the embedded member (this rule with the defaults of
-            ``embedding`` and ``embedding_grid``) +2.0 ± 0.3 over that (digit bags +5.1),
-            worse on no family, at 0.8-5x its seconds. ``**RAW_VECTORS``: the former.
+            ``best_score_`` is that corrected score). Decided on the broad benchmark (210
+            units, docs/defaults.md): ``ensemble`` +1.2 ± 0.4 points over ``best``; this rule
+            with the embedded member +2.0 ± 0.3 over that, worse on no family.
         combine: how ``rule="ensemble"`` combines its members' predictions
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
             default), the mean of their log-probabilities renormalised, whose
@@ -289,6 +287,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         # the folds' seed: the estimator's (None: fresh, as its fits'; the class prior has none)
         seed = resolve_seed(base.get_params(deep=False).get("random_state", 0))
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
+        candidates, own = monitored_embeddings(base, self.embedding, candidates, own, folds)
         search = CandidateSearch(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         # the grid's fits and the refits are known now: the bar's total grows only by the
         # values added past an edge (issue 56: it had grown from 0 as the fits were planned)
@@ -330,9 +329,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         candidate. Each member grows its best group's path and chooses by the rule
         (:meth:`_member`); ``ensemble_selection`` keeps those whose combination scores best on
         the folds (:func:`~dpp.selection.forward_selection`); the kept are refitted
-        (:meth:`_refitted`); one member is the model, several are combined, and the result is
-        written in one place (:meth:`_write_choice`). ``own``: the groups scored at their own
-        ``l2`` alone (``embedding_grid="own"``; no path, no extension).
+        (:meth:`_refitted`, which says their warnings); one member is the model, several are
+        combined, the result written in one place (:meth:`_write_choice`). ``own``: the groups
+        scored at their own ``l2`` alone (no path, no extension).
         """
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
         search.cross_validate([g for g in candidates if g not in own], l2s, warm=True)
@@ -397,18 +396,19 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         if rounds is not None and self.rule == "one_se":
             rounds = fewest_rounds(search.per_round[key])
             score = float(np.mean(search.per_round[key][:, rounds]))
-        on_path = key[0] == group and self.rule in ("best", *ENSEMBLE_RULES)
-        if on_path:
-            position = choice.position
-            if position in EDGES:
-                warn_caller(edge_message(type(self).__name__, "l2", choice, self.max_extensions))
-        else:  # where the rule's choice lies among its group's values
-            position = position_among([v for g, v in search.scores if g == key[0]], key[1])
         name = "" if member is None else member_name(member)
-        return MemberChoice(name, key, rounds, score, position, list(choice.added), None)
+        position, edge = choice.position, None
+        if not (key[0] == group and self.rule in ("best", *ENSEMBLE_RULES)):  # off its path
+            position = position_among([v for g, v in search.scores if g == key[0]], key[1])
+        elif position in EDGES:  # said if the member is kept (:meth:`_refitted`)
+            owner = f"{type(self).__name__}" + (f" (member {name})" if name else "")
+            edge = edge_message(owner, "l2", choice, self.max_extensions)
+        return MemberChoice(name, key, rounds, score, position, list(choice.added), None, edge)
 
     def _refitted(self, search, base, sets, classes, chosen: MemberChoice) -> MemberChoice:
-        """``chosen`` with its refit on every training set (and the refit's warnings)."""
+        """``chosen`` refitted on every training set (its edge's and its refit's warnings)."""
+        if chosen.edge:
+            warn_caller(chosen.edge)
         fitted = refit(base, chosen.key, chosen.rounds, sets, search, classes)
         warn_unclean_choice(type(self).__name__, chosen.key, search.statuses[chosen.key], fitted)
         return chosen._replace(fitted=fitted)
