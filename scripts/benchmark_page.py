@@ -178,12 +178,14 @@ SECTIONS = (
         "folders": ("peers_digit_bags",),
         "purpose": "The four digit-bag tasks, 3 draws x 5 folds planned (2-core CPU, run beside "
         "other work at the lowest priority, so its seconds are not comparable): "
-        "`DPPClassifierCV()` (`dpp`) against attention MIL, gated attention MIL and Deep Sets, "
-        "each with its learning rate and weight decay selected (`_cv`). The run stopped for "
-        "time and resumes from its folder (`--resume`); only units every method finished are "
-        "paired. `python scripts/suite.py --peers dpp attention_mil_cv gated_mil_cv "
-        "deep_sets_cv --out benchmarks/peers_digit_bags` prints the default against the best "
-        "of them per task.",
+        "`DPPClassifierCV(**RAW_VECTORS)` (`dpp`, the default when it ran) against attention "
+        "MIL, gated attention MIL and Deep Sets, each with its learning rate and weight decay "
+        "selected (`_cv`). The run stopped for time and resumes from its folder "
+        "(`--resume`); only units every method finished are paired. `python scripts/suite.py "
+        "--peers dpp attention_mil_cv gated_mil_cv deep_sets_cv --out "
+        "benchmarks/peers_digit_bags` prints that default against the best of them per task. "
+        "The default now (`dpp_selection_embedded_own`) is paired with the same networks' fits "
+        "in the section of its broad benchmark.",
         "pairs": [("dpp", "attention_mil_cv"), ("dpp", "gated_mil_cv"), ("dpp", "deep_sets_cv")],
         "decision": None,
     },
