@@ -542,5 +542,10 @@ def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_ow
     assert monitored_embeddings(base, "auto", *auto, enough) == auto
     named = candidate_groups(base, None, ["mean"], [None, alone.embedding], "own")
     assert monitored_embeddings(base, [None, alone.embedding], *named, small) == named == auto
+    from dpp.estimators.candidates import check_grids
+
+    with pytest.raises(ValueError, match=r"embedding must be .*'auto' or None, got 'own'"):
+        check_grids((0.1,), None, None, "own")  # a string other than "auto" is no list
+    check_grids((0.1,), None, None, "auto")
     with pytest.raises(ValueError, match="pooling"):
         candidate_groups(base, None, ["median"], None)
