@@ -358,12 +358,19 @@ def make_pooling(kind: str, rho: float | None = None) -> Pooling:
     cls = REGISTRY[kind]
     if not cls.parameters:
         return cls()
-    return cls(jnp.float32(gem_rho(GEM_P_START) if rho is None else rho))
+    rho = gem_rho(GEM_P_START) if rho is None else rho
+    if isinstance(rho, jax.Array):
+        return cls(rho.astype(jnp.float32))
+    # placed as it is: an eager jnp.float32 compiles a conversion program
+    return cls(jax.device_put(np.asarray(rho, np.float32)))
 
 
 def exponent(pooling: Pooling) -> float | None:
     """The generalised mean's ``p`` as a float, ``None`` for the other poolings."""
-    return float(pooling.p()) if isinstance(pooling, GeMPooling) else None
+    return float(_p(pooling)) if isinstance(pooling, GeMPooling) else None
+
+
+_p = jax.jit(lambda pooling: pooling.p())  # one program where eager ops compiled three
 
 
 def simplicity(kind: str | None) -> int:

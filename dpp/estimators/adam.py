@@ -134,7 +134,7 @@ def plan_member(member: Member) -> MemberPlan:
     :func:`dpp.estimators.diagnosis.trace_training` start from.
     """
     sets, settings, fraction, seed = member.sets, member.settings, member.fraction, member.seed
-    init_key, train_key = jax.random.split(jax.random.key(seed))
+    init_key, train_key = _member_keys(jax.random.key(seed))
     classes = sets.num_classes
     split = hold_out(
         np.asarray(sets.labels), fraction, seed,
@@ -160,6 +160,13 @@ def plan_member(member: Member) -> MemberPlan:
         member, skipped, monitored, int(held.num_sets), start, buckets,
         member.make(sets, init_key), refit_buckets, validation, train_key,
     )  # fmt: skip
+
+
+@jax.jit
+def _member_keys(key):
+    """``(init key, train key)``: a seed's key split in one program (eager: two, the unstack's)."""
+    keys = jax.random.split(key)
+    return keys[0], keys[1]
 
 
 def _chosen(plan: MemberPlan, result: training.TrainResult | None):
@@ -226,15 +233,15 @@ def train_with_early_stopping(
             plan.validation,
             plan.train_key,
             settings,
-            jnp.int32(settings.max_epochs),
-            jnp.asarray(True),
+            np.int32(settings.max_epochs),
+            np.asarray(True),
         )  # fmt: skip (traced cap and flag: one program for both fits)
     epochs, early, history = _chosen(plan, first)
     if verbose:
         _say_monitored(plan, early, time.perf_counter() - t0)
     refit = training.train(
         plan.refit_start, plan.refit_buckets, plan.validation, plan.train_key, settings,
-        jnp.int32(epochs), jnp.asarray(False),
+        np.int32(epochs), np.asarray(False),
     )  # fmt: skip
     report = _report(plan, epochs, early, time.perf_counter() - t0)
     if verbose:
@@ -379,6 +386,12 @@ def _stack(trees: list):
     )  # fmt: skip
 
 
+def _stacked_keys(keys: list) -> jax.Array:
+    """``[B]`` PRNG keys stacked on the host (``jnp.stack`` compiles a program)."""
+    data = np.stack([np.asarray(jax.random.key_data(k)) for k in keys])
+    return jax.random.wrap_key_data(to_device(data))
+
+
 def _unstacked(result, count: int) -> list:
     """``count`` pytrees, member ``j``'s leaves ``leaf[j]``, split on the host.
 
@@ -399,7 +412,7 @@ def _run(plans, group, start: str, buckets: str, caps, monitor: bool, chunk) -> 
         _stack([getattr(p, start) for p in chosen]),
         _stack([getattr(p, buckets) for p in chosen]),
         _stack([p.validation for p in chosen]),
-        jnp.stack([p.train_key for p in chosen]),
+        _stacked_keys([p.train_key for p in chosen]),
         chosen[0].member.settings,
         to_device(np.asarray([caps[i] for i in group], np.int32)),
         to_device(np.full(len(group), bool(monitor))),

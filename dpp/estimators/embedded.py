@@ -246,7 +246,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         Raises:
             ValueError: fewer training vectors than ``n_prototypes``.
         """
-        embedding = layers.Embedding(dim, self._widths(), float(self.dropout), key=key)
+        embedding = layers.initialised(
+            layers.Embedding, dim, self._widths(), float(self.dropout), key=key
+        )
         k = int(self.n_prototypes)
         if vectors is None:  # a skeleton, whose arrays a model file replaces
             centres, log_beta = np.zeros((k, embedding.layers[-1].out_features)), 0.0

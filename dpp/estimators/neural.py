@@ -331,9 +331,9 @@ class AttentionMILClassifier(NeuralSetClassifier):
 
     def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
         key = jax.random.key(0) if key is None else key
-        return layers.AttentionMIL(
-            dim, num_classes, self._widths(), float(self.dropout), int(self.attention_size),
-            bool(self.gated), key=key,
+        return layers.initialised(
+            layers.AttentionMIL, dim, num_classes, self._widths(), float(self.dropout),
+            int(self.attention_size), bool(self.gated), key=key,
         )  # fmt: skip
 
 
@@ -398,6 +398,7 @@ class DeepSetsClassifier(NeuralSetClassifier):
 
     def _skeleton(self, dim: int, num_classes: int, key=None) -> eqx.Module:
         key = jax.random.key(0) if key is None else key
-        return layers.DeepSets(
-            dim, num_classes, self._widths(), float(self.dropout), str(self.pooling), key=key
-        )
+        return layers.initialised(
+            layers.DeepSets, dim, num_classes, self._widths(), float(self.dropout),
+            str(self.pooling), key=key,
+        )  # fmt: skip

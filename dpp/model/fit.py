@@ -213,7 +213,7 @@ def _fit_on_one_layout(
     everything = (
         train if validation_sets is None else RaggedSets.concatenate(train, validation_sets)
     )
-    cap = jnp.int32(settings.max_rounds if round_cap is None else round_cap)
+    cap = np.int32(settings.max_rounds if round_cap is None else round_cap)  # no program
     early, skipped = None, None
     if validation_sets is not None:
         n, m = train.num_sets, validation_sets.num_sets

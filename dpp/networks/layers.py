@@ -31,6 +31,21 @@ from dpp.encoding import LOG_BETA_MAX, squared_distances
 from dpp.pooling import Pooling, make_pooling, padded_pool, segment_shares
 
 
+def initialised(cls, *args, key):
+    """``cls(*args, key=key)``: a network's random start built by one compiled program.
+
+    Built eagerly, every layer's ``jax.random`` draws compiled a program per weight shape
+    (eight for a three-layer embedding); compiled whole, one per class and arguments, with
+    the same draws (the same bits). ``args`` are hashable (sizes, widths, rates, names).
+    """
+    return _initialised(cls, args, key)
+
+
+@eqx.filter_jit
+def _initialised(cls, args, key):
+    return cls(*args, key=key)
+
+
 class Embedding(eqx.Module):
     """An MLP applied to every vector of a set: ReLU layers, dropout after the last.
 

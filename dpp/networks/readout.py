@@ -129,14 +129,14 @@ def initial_embedded_dpp(
         normalize: L2-normalise before eq. (3) (see :class:`EmbeddedDPP`; ``centres`` and
             ``log_beta`` are then those of the normalised embedded vectors).
     """
-    dtype = jnp.float32
+    dtype = np.float32  # placed as they are: eager jnp conversions compile a program each
     return EmbeddedDPP(
         embedding,
-        jnp.asarray(centres, dtype),
-        jnp.asarray(log_beta, dtype),
-        jnp.zeros((centres.shape[0], num_classes), dtype),
-        jax.tree.map(lambda leaf: jnp.asarray(leaf, dtype), pooling),
-        jnp.asarray(ridge, dtype),
+        to_device(np.asarray(centres), dtype),
+        to_device(np.asarray(log_beta), dtype),
+        to_device(np.zeros((centres.shape[0], num_classes)), dtype),
+        jax.tree.map(lambda leaf: to_device(np.asarray(leaf), dtype), pooling),
+        to_device(np.asarray(ridge), dtype),
         bool(normalize),
     )
 
