@@ -7,6 +7,7 @@ pooling candidates run one coordinate-ascent program (the pooling's kind as data
 """
 
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -124,6 +125,53 @@ def test_n_jobs_changes_no_bit_of_a_selection():
         assert one.best_score_ == two.best_score_ and one.l2s_added_ == two.l2s_added_
         np.testing.assert_array_equal(one.predict_proba(data.sets), two.predict_proba(data.sets))
     assert len(set(one.cv_results_["param_n_prototypes"])) == 2  # both K were candidates
+
+
+@pytest.mark.extended  # three selections with an embedded member: about 40 s
+def test_an_embedded_member_trained_beside_the_other_candidates_changes_no_bit(monkeypatch):
+    """Issue 54: with ``n_jobs=None`` an embedded member's fold fits and refit run in a thread
+    beside the coordinate-ascent candidates (:meth:`CandidateSearch.beside`); every score,
+    status, row, choice and prediction is ``n_jobs=1``'s, in its order, and a failure in that
+    thread is raised by ``fit``."""
+    from dpp.estimators import search as search_module
+
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    base = DPPClassifier(n_prototypes=2, max_rounds=2, random_state=0)
+    grid = {
+        "pooling": ["mean", "max"],
+        "l2s": (0.1, 1.0),
+        "cv": 2,
+        "max_extensions": 0,
+        "embedding": (None, (4,)),
+        "embedding_grid": "own",
+        "rule": "ensemble_selection",
+    }
+    started = []
+
+    class Counted(search_module.Beside):
+        def __init__(self, *args, **kwargs):
+            started.append(args)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(search_module, "Beside", Counted)
+    one, beside = (DPPClassifierCV(base, n_jobs=n, **grid).fit(X, y) for n in (1, None))
+    assert len(started) == (1 if (os.cpu_count() or 1) > 1 else 0)  # the embedded member's
+    _assert_same_results(_results(one), _results(beside))
+    assert one.best_score_ == beside.best_score_
+    assert [(m["name"], m["kept"]) for m in one.members_] == [
+        (m["name"], m["kept"]) for m in beside.members_
+    ]
+    assert "gem_embedded" in [m["name"] for m in one.members_]  # EmbeddedDPPClassifier()'s
+    np.testing.assert_array_equal(one.predict_proba(X), beside.predict_proba(X))
+
+    def fails(*_):
+        raise RuntimeError("the embedded fold fits failed")
+
+    monkeypatch.setattr(search_module.CandidateSearch, "_train_together", fails)
+    with pytest.raises(RuntimeError, match="embedded fold fits failed"):
+        DPPClassifierCV(base, **grid).fit(X, y)
 
 
 @pytest.mark.extended  # a suite task and an experiment, each twice: about 40 s

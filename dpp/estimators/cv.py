@@ -157,11 +157,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             decomposition). Decided on the suite's broad benchmark: level in
             accuracy, a higher test log-likelihood, worse on no task family
             (docs/benchmarks.md, issue 53's section). Ignored by the other rules.
-        n_jobs: fits run at once, as in scikit-learn: ``None`` or 1 one at a time, ``-1`` every
-            core. The (candidate, fold) fits are independent (each fold's path of ``l2`` runs in
-            order when it warm-starts) and run in joblib threads (the compiled programs release
-            the GIL; processes would compile every program anew): each fit, and so the
-            selection, is bit for bit the same with any ``n_jobs``.
+        n_jobs: fits run at once, as in scikit-learn: 1 one at a time, ``-1`` every core;
+            ``None``: one at a time, but an embedded member's fits beside the rest (a second
+            thread, on a machine of two cores or more). The (candidate, fold) fits are
+            independent (each fold's path of ``l2`` runs in order when it warm-starts) and run
+            in joblib threads (the compiled programs release the GIL; processes would compile
+            every program anew): each fit, and so the selection, is bit for bit the same with
+            any ``n_jobs``.
         verbose: a progress bar over the fits (candidates x folds, the grid's extensions and
             the refits; ``tqdm``, on stderr) and a closing line with the choice, its
             validation score, the class prior's and how many candidates' fold fits did not
@@ -334,6 +336,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         scored at their own ``l2`` alone (no path, no extension).
         """
         l2s = sorted({float(v) for v in self.l2s}, reverse=True)
+        search.beside(own)  # an embedded member trains on a second core meanwhile
         search.cross_validate([g for g in candidates if g not in own], l2s, warm=True)
         for group, l2 in own.items():
             search.cross_validate([group], [l2], warm=False)
@@ -531,10 +534,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             members = [m for m in self.__dict__.get("members_") or () if m["kept"]]
             if len(members) > 1:  # the default ensemble: the attribute is its members'
                 names = ", ".join(m["name"] for m in members)
-                hint = (
-                    "; combine='log_proba' gives the ensemble's own (the members' weighted mean)"
-                    if name == "intercept_" else ""
-                )  # fmt: skip
+                hint = "; combine='log_proba' gives the ensemble's own (the members' weighted"
+                hint = f"{hint} mean)" if name == "intercept_" else ""
                 raise AttributeError(
                     f"{type(self).__name__} (rule={self.rule!r}) refitted an ensemble of {names}, "
                     f"which has no single {name!r}: read it from a member, "
@@ -572,10 +573,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         return self._best().instance_scores(X)
 
     def soft_assignments(self, X) -> list[np.ndarray]:
-        """Every vector's ``[M_n, K]`` code under the refitted estimator.
-
-        An ensemble's are its members' side by side, ``[M_n, K_1 + ... + K_m]``.
-        """
+        """Every vector's ``[M_n, K]`` code (an ensemble's members' side by side)."""
         return self._best().soft_assignments(X)
 
     def save(self, path) -> Path:

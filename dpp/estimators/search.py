@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 
 import numpy as np
@@ -29,6 +31,42 @@ from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import fit_classifier_paths
 
 logger = logging.getLogger(__name__)
+
+
+class Beside:
+    """Calls run one after another in a daemon thread: :meth:`result` waits for one.
+
+    The thread says its warnings at ``caller`` (the user's line, as a joblib worker does); a
+    call's failure is raised by :meth:`result` in the thread that waits, and the calls after
+    it do not run. A daemon, so that an interrupted run's process exits without waiting.
+    """
+
+    def __init__(self, calls: list, caller=None):
+        self._out: list = [None] * len(calls)
+        self._done = [threading.Event() for _ in calls]
+
+        def run():
+            with warnings_attributed_to(caller):
+                for i, (fn, *args) in enumerate(calls):
+                    try:
+                        self._out[i] = (fn(*args), None)
+                    except BaseException as err:  # raised where result() is called
+                        self._out[i:] = [(None, err)] * (len(calls) - i)
+                        for event in self._done[i:]:
+                            event.set()
+                        return
+                    self._done[i].set()
+
+        threading.Thread(target=run, daemon=True, name="dpp-beside").start()
+
+    def result(self, i: int = 0):
+        """Call ``i``'s return value, once it has finished; its exception, raised here."""
+        self._done[i].wait()
+        value, error = self._out[i]
+        if error is not None:
+            raise error
+        return value
+
 
 #: How a candidate kind's folds are fitted (each estimator class's ``fold_fits``).
 FOLD_FITS = ("path", "theta_paths", "rounds", "adam")
@@ -76,6 +114,8 @@ class CandidateSearch:
         self.fit_times: dict[tuple[int, float], np.ndarray] = {}
         self.score_times: dict[tuple[int, float], np.ndarray] = {}
         self.held_log_probas: dict[tuple, np.ndarray] = {}
+        #: ``(group, l2) -> Beside``: fold fits and refit started in a thread (:meth:`beside`)
+        self.pending: dict[tuple, Beside] = {}
         #: ``(K, l2) -> [folds]`` each fold fit's status (``fit_report_.status``)
         self.statuses: dict[tuple[int, float], list] = {}
         self.last: dict[tuple[int, int], PrototypeClassifier] = {}  # (fold, K) -> weakest l2
@@ -258,13 +298,56 @@ class CandidateSearch:
         if self.bar is not None:
             self.bar.update(fits)
 
+    def beside(self, groups: dict[Group, float]) -> None:
+        """Starts the Adam-trained groups' fold fits and refits in a thread beside the rest.
+
+        ``groups``: each group scored at its own ``l2`` (:meth:`cross_validate` with a path of
+        one). A group whose ``fold_fits`` is ``adam`` (DPP on an embedding) shares no program
+        with the coordinate-ascent candidates, so its fold fits, then its refit on every
+        training set, compile and train on a second core while those run.
+        :meth:`cross_validate` and :func:`refit` wait for them and record them in their own
+        order, so ``cv_results_``, every score and the refit are those of the fits run in turn
+        (the same programs, the same bits); a refit of a member that forward selection drops
+        is not used. Not with ``n_jobs=1`` (one fit at a time) or on one core.
+        """
+        if self.n_jobs == 1 or (os.cpu_count() or 1) < 2:
+            return
+        caller = caller_location()
+        for group, l2 in groups.items():
+            if self.fold_fits(group) == "adam":
+                key = (group, float(l2))
+                calls = [(self._train_together, group, [key[1]]), (self._refit_apart, key)]
+                self.pending[key] = Beside(calls, caller=caller)
+
+    def _refit_apart(self, key: tuple):
+        est = refit_estimator(self.base, key, None)
+        self.fit(est, self.sets)
+        return est
+
     def _together(self, group: Group, path: list[float]) -> None:
         """Scores ``(group, l2)`` for every ``l2`` of ``path``: DPP on an embedding.
 
         Every fold x ``l2`` fit starts from k-means of its embedded part (no warm start),
         stops early on its own held-out share of the fold and is trained by Adam epochs, so
         all of them run batched (:func:`~dpp.estimators.adam.fit_together`, the fixed-step
-        decision of issue 34): each ends as its fit alone would.
+        decision of issue 34): each ends as its fit alone would. Fits started by
+        :meth:`beside` are waited for.
+        """
+        pending = self.pending.get((group, float(path[0]))) if len(path) == 1 else None
+        fits = pending.result(0) if pending is not None else self._train_together(group, path)
+        for (f, l2), status, log_proba, fit_s, score_s in fits:
+            held = self.parts[f][1]
+            self._status(group, l2, f, status)
+            self.held_log_probas[group, l2, f] = log_proba  # the member's refit on the fold
+            score = weighted_score(log_proba, held.labels, held.weights, self.scoring)
+            self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
+            self._time(group, l2, f, fit_s, score_s)
+
+    def _train_together(self, group: Group, path: list[float]) -> list[tuple]:
+        """:meth:`_together`'s fits, recording nothing (what :meth:`beside` runs in a thread).
+
+        Returns:
+            ``[((fold, l2), status, held-out log-probabilities, fit s, score s)]``.
         """
         t0 = time.perf_counter()
         keys, estimators, training = [], [], []
@@ -282,15 +365,13 @@ class CandidateSearch:
         with statuses_recorded():  # each status a row of cv_results_, as every fold fit's
             fit_together(estimators, training)
         elapsed = (time.perf_counter() - t0) / len(estimators)  # an equal share of the batch
+        fits = []
         for (f, l2), est in zip(keys, estimators, strict=True):
-            held = self.parts[f][1]
-            self._status(group, l2, f, est.fit_report_.status)
             t1 = time.perf_counter()
-            log_proba = est.predict_log_proba(held)
-            self.held_log_probas[group, l2, f] = log_proba  # the member's refit on the fold
-            score = weighted_score(log_proba, held.labels, held.weights, self.scoring)
-            self.scores.setdefault((group, l2), np.zeros(len(self.parts)))[f] = score
-            self._time(group, l2, f, elapsed, time.perf_counter() - t1)
+            log_proba = est.predict_log_proba(self.parts[f][1])
+            status = est.fit_report_.status
+            fits.append(((f, l2), status, log_proba, elapsed, time.perf_counter() - t1))
+        return fits
 
     def _centres(self, fold: int, est: PrototypeClassifier):
         """The fold's k-means centres for ``est``'s ``K``, computed once per fold and ``K``.
@@ -537,8 +618,12 @@ def refit(base, key: tuple, rounds, sets, search: CandidateSearch, classes):
     From k-means, with :func:`refit_params`.
     """
     search.more(1)
-    est = refit_estimator(base, key, rounds)
-    search.fit(est, sets)  # its status said by the search, naming it (warn_unclean_choice)
+    pending = search.pending.get(key) if rounds is None and sets is search.sets else None
+    if pending is not None:  # fitted beside the other candidates (CandidateSearch.beside)
+        est = pending.result(1)
+    else:
+        est = refit_estimator(base, key, rounds)
+        search.fit(est, sets)  # its status said by the search, naming it (warn_unclean_choice)
     search.done()
     est.classes_ = classes
     return est
