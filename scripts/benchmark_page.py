@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from dpp.experiment.suite import compare_table, decision_table, summary_table
+from dpp.experiment.suite import compare_table, decision_table, peer_table, summary_table
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The page's sections: a title, the run folders whose records are pooled (runs of the same
@@ -26,7 +26,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: worse on no family), or ``None``; optionally ``methods`` (only their records, of runs that
 #: hold more), ``units`` (only the records of these ``tasks`` and ``draws``) and
 #: ``instance_pairs`` (paired instance AUC of ``instance_scores``; a third element names another
-#: metric of the records, e.g. ``proba_instance_auc``, that of ``instance_proba``).
+#: metric of the records, e.g. ``proba_instance_auc``, that of ``instance_proba``) and
+#: ``peers`` (``(method, peers)``: :func:`dpp.experiment.suite.peer_table`, the method against
+#: the best of the peers on each task).
 SECTIONS = (
     {
         "title": "Issue 52: the first look",
@@ -174,20 +176,28 @@ SECTIONS = (
         "decision": (("dpp_ninit5",), "dpp_log_proba"),
     },
     {
-        "title": "Issue 52: the default against the selected networks, in parts",
-        "folders": ("peers_digit_bags",),
-        "purpose": "The four digit-bag tasks, 3 draws x 5 folds planned (2-core CPU, run beside "
-        "other work at the lowest priority, so its seconds are not comparable): "
-        "`DPPClassifierCV(**RAW_VECTORS)` (`dpp`, the default when it ran) against attention "
-        "MIL, gated attention MIL and Deep Sets, each with its learning rate and weight decay "
-        "selected (`_cv`). The run stopped for time and resumes from its folder "
-        "(`--resume`); only units every method finished are paired. `python scripts/suite.py "
-        "--peers dpp attention_mil_cv gated_mil_cv deep_sets_cv --out "
-        "benchmarks/peers_digit_bags` prints that default against the best of them per task. "
-        "The default now (`dpp_selection_embedded_own`) is paired with the same networks' fits "
-        "in the section of its broad benchmark.",
+        "title": "Issue 52: the default against the selected networks",
+        "folders": ("peers_digit_bags", "embedded_own_broad"),
+        "purpose": "The four digit-bag tasks, 3 draws x 5 folds, complete (2-core CPU, run in "
+        "parts across sessions with `--resume`, beside other work at the lowest priority, so "
+        "its seconds are not comparable): `DPPClassifierCV(**RAW_VECTORS)` (`dpp`, the default "
+        "when it ran) against attention MIL, gated attention MIL and Deep Sets, each with its "
+        "learning rate and weight decay selected (`_cv`), and the default now "
+        "(`dpp_selection_embedded_own`) from its broad benchmark on the same units (the same "
+        "seed, draws and folds). The last tables are `python scripts/suite.py --peers dpp "
+        "attention_mil_cv gated_mil_cv deep_sets_cv --out benchmarks/peers_digit_bags` and "
+        "`python scripts/suite.py --peers dpp_selection_embedded_own attention_mil_cv "
+        "gated_mil_cv deep_sets_cv --out benchmarks/embedded_own_broad "
+        "benchmarks/peers_digit_bags`: each model against the best network of each task.",
+        "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m10_n100", "digit_bags_m10_n200",
+                            "digit_bags_m50_n50")},
+        "methods": ("dpp", "dpp_selection_embedded_own", "attention_mil_cv", "gated_mil_cv",
+                    "deep_sets_cv"),
         "pairs": [("dpp", "attention_mil_cv"), ("dpp", "gated_mil_cv"), ("dpp", "deep_sets_cv")],
         "decision": None,
+        "peers": [("dpp", ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv")),
+                  ("dpp_selection_embedded_own",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
     },
     {
         "title": "Issue 52: the ensemble selection, a first screen",
@@ -312,6 +322,8 @@ def page() -> str:
             lines += ["", "The decision:", "", decision_table(records, *section["decision"])]
         for a, b, *metric in section.get("instance_pairs", ()):  # evidence, paired
             lines += ["", compare_table(records, a, b, *(metric or ["instance_auc"]))]
+        for method, peers in section.get("peers", ()):  # against the best network per task
+            lines += ["", peer_table(records, method, peers)]
     return "\n".join(lines) + "\n"
 
 
