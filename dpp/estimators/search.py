@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 
 import numpy as np
@@ -21,6 +20,7 @@ from dpp.errors import (
 from dpp.estimators.adam import fit_together
 from dpp.estimators.base import PrototypeClassifier
 from dpp.estimators.baselines import ClassPriorClassifier
+from dpp.estimators.beside import Beside
 from dpp.estimators.candidates import DEFAULT_VALIDATION_FRACTION, Group, candidate, refit_estimator
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.ensemble import combined_log_proba
@@ -31,41 +31,6 @@ from dpp.solvers import options as solver_options
 from dpp.solvers.coordinate_ascent import fit_classifier_paths
 
 logger = logging.getLogger(__name__)
-
-
-class Beside:
-    """Calls run one after another in a daemon thread: :meth:`result` waits for one.
-
-    The thread says its warnings at ``caller`` (the user's line, as a joblib worker does); a
-    call's failure is raised by :meth:`result` in the thread that waits, and the calls after
-    it do not run. A daemon, so that an interrupted run's process exits without waiting.
-    """
-
-    def __init__(self, calls: list, caller=None):
-        self._out: list = [None] * len(calls)
-        self._done = [threading.Event() for _ in calls]
-
-        def run():
-            with warnings_attributed_to(caller):
-                for i, (fn, *args) in enumerate(calls):
-                    try:
-                        self._out[i] = (fn(*args), None)
-                    except BaseException as err:  # raised where result() is called
-                        self._out[i:] = [(None, err)] * (len(calls) - i)
-                        for event in self._done[i:]:
-                            event.set()
-                        return
-                    self._done[i].set()
-
-        threading.Thread(target=run, daemon=True, name="dpp-beside").start()
-
-    def result(self, i: int = 0):
-        """Call ``i``'s return value, once it has finished; its exception, raised here."""
-        self._done[i].wait()
-        value, error = self._out[i]
-        if error is not None:
-            raise error
-        return value
 
 
 #: How a candidate kind's folds are fitted (each estimator class's ``fold_fits``).
