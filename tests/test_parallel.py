@@ -134,6 +134,7 @@ def test_an_embedded_member_trained_beside_the_other_candidates_changes_no_bit(m
     status, row, choice and prediction is ``n_jobs=1``'s, in its order, and a failure in that
     thread is raised by ``fit``."""
     from dpp.estimators import search as search_module
+    from dpp.estimators.beside import cores
 
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
@@ -157,7 +158,7 @@ def test_an_embedded_member_trained_beside_the_other_candidates_changes_no_bit(m
 
     monkeypatch.setattr(search_module, "Beside", Counted)
     one, beside = (DPPClassifierCV(base, n_jobs=n, **grid).fit(X, y) for n in (1, None))
-    assert len(started) == (1 if (os.cpu_count() or 1) > 1 else 0)  # the embedded member's
+    assert len(started) == (cores() > 1)  # the embedded member's
     _assert_same_results(_results(one), _results(beside))
     assert one.best_score_ == beside.best_score_
     assert [(m["name"], m["kept"]) for m in one.members_] == [
@@ -224,7 +225,6 @@ print(json.dumps({"dir": jax.config.jax_compilation_cache_dir,
 
 
 def _child(env_value: str | None, xdg: Path) -> dict:
-    import os
     import subprocess
     import sys
 
@@ -290,7 +290,6 @@ def test_the_python_cache_defaults_to_a_per_user_folder_and_the_variable_turns_i
 
 def test_the_cache_is_pruned_to_its_cap_least_recently_used_first(tmp_path):
     """Issue 54: a cache folder past its cap loses its least recently used files first."""
-    import os
 
     from dpp.solvers.cache import prune_cache
 

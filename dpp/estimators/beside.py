@@ -6,9 +6,22 @@ a second core while the paper's model's candidates compile and fit on the first.
 
 from __future__ import annotations
 
+import os
 import threading
 
 from dpp.errors import warnings_attributed_to
+
+
+def cores() -> int:
+    """The CPU cores this process may run on.
+
+    Its affinity mask where the OS keeps one (Linux: a container's or ``taskset``'s share),
+    else every core (``os.cpu_count``).
+    """
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
 
 
 class Beside:

@@ -159,7 +159,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             (docs/benchmarks.md, issue 53's section). Ignored by the other rules.
         n_jobs: fits run at once, as in scikit-learn: 1 one at a time, ``-1`` every core;
             ``None``: one at a time, but an embedded member's fits beside the rest (a second
-            thread, on a machine of two cores or more). The (candidate, fold) fits are
+            thread, where the process has two cores or more). The (candidate, fold) fits are
             independent (each fold's path of ``l2`` runs in order when it warm-starts) and run
             in joblib threads (the compiled programs release the GIL; processes would compile
             every program anew): each fit, and so the selection, is bit for bit the same with

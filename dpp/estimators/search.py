@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 import numpy as np
@@ -20,7 +19,7 @@ from dpp.errors import (
 from dpp.estimators.adam import fit_together
 from dpp.estimators.base import PrototypeClassifier
 from dpp.estimators.baselines import ClassPriorClassifier
-from dpp.estimators.beside import Beside
+from dpp.estimators.beside import Beside, cores
 from dpp.estimators.candidates import DEFAULT_VALIDATION_FRACTION, Group, candidate, refit_estimator
 from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.ensemble import combined_log_proba
@@ -275,7 +274,7 @@ class CandidateSearch:
         (the same programs, the same bits); a refit of a member that forward selection drops
         is not used. Not with ``n_jobs=1`` (one fit at a time) or on one core.
         """
-        if self.n_jobs == 1 or (os.cpu_count() or 1) < 2:
+        if self.n_jobs == 1 or cores() < 2:
             return
         caller = caller_location()
         for group, l2 in groups.items():
