@@ -22,6 +22,7 @@ from dpp.estimators.base import (
     missing_attribute,
     resolve_seed,
 )
+from dpp.estimators.beside import stopped
 from dpp.estimators.candidates import (
     EMBEDDING_GRIDS,
     NOT_TUNED,
@@ -297,7 +298,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         refits = members if self.rule in ENSEMBLE_RULES and members > 1 else 1
         per_fold = sum(1 if g in own else len(set(self.l2s)) for g in candidates)
         search.planned = per_fold * len(folds) + refits
-        with bar(search.planned, type(self).__name__, bool(self.verbose)) as search.bar:
+        progress = bar(search.planned, type(self).__name__, bool(self.verbose))
+        with progress as search.bar, stopped(search.pending):  # no thread outlives the fit
             self._search(search, base, candidates, by_round, sets, classes, own)
         if self.verbose:
             say(logger, "%s: %s", type(self).__name__, self._summary())
