@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from dpp.padding import to_device
 from dpp.pytrees import dataclass_pytree
 
 #: Largest exponent of the generalised mean.
@@ -361,8 +362,7 @@ def make_pooling(kind: str, rho: float | None = None) -> Pooling:
     rho = gem_rho(GEM_P_START) if rho is None else rho
     if isinstance(rho, jax.Array):
         return cls(rho.astype(jnp.float32))
-    # placed as it is: an eager jnp.float32 compiles a conversion program
-    return cls(jax.device_put(np.asarray(rho, np.float32)))
+    return cls(to_device(np.asarray(rho), np.float32))  # eager jnp.float32: a program
 
 
 def exponent(pooling: Pooling) -> float | None:
