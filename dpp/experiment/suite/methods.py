@@ -12,6 +12,7 @@
   ``dpp_selection_embedded`` (the same with a member on a learned embedding for each pooling,
   ``embedding=(None, EMBEDDING)``), ``dpp_selection_embedded_own`` (one embedded member, on
   ``EmbeddedDPPClassifier()``'s own ``K``, pooling and ``l2``: ``embedding_grid="own"``),
+  ``dpp_ensemble_embedded_own`` (those four members, all kept: ``rule="ensemble"``),
   ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
@@ -225,6 +226,11 @@ METHODS: dict[str, Callable] = {
     # (one fit per fold instead of poolings x l2 values)
     "dpp_selection_embedded_own": _dpp_cv(
         rule="ensemble_selection", embedding=(None, EMBEDDING), embedding_grid="own"
+    ),
+    # the same four members, every one kept (their log-probabilities averaged): no forward
+    # selection on the inner folds' few held-out sets
+    "dpp_ensemble_embedded_own": _dpp_cv(
+        rule="ensemble", embedding=(None, EMBEDDING), embedding_grid="own"
     ),
     # dpp's ensemble from three separate selections (the same to the bit); the paper's pooling
     # over 3 k-means seeds
