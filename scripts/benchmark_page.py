@@ -255,6 +255,45 @@ SECTIONS = (
                            ("dpp_selection_embedded_own", "dpp_log_proba", "proba_instance_auc")],
         "decision": (("dpp_selection_embedded_own",), "dpp_log_proba"),
     },
+    {
+        "title": "Issue 52: every member kept",
+        "folders": ("ensemble_embedded_own_broad", "embedded_own_broad", "peers_digit_bags",
+                    "peers_broad"),
+        "purpose": "Every task, 3 draws x 5 folds, in the broad benchmark's order (2-core CPU, "
+        "run in parts with `--resume`; the first task was the screen): the default's four "
+        "members, the paper's model with each pooling and one on a learned embedding, all "
+        "kept and their log-probabilities averaged (`dpp_ensemble_embedded_own`: "
+        "`rule=\"ensemble\"`), against the default, which keeps those whose combination "
+        "scores best on the inner folds (`dpp_selection_embedded_own`, the same units). On "
+        "`digit_bags_m10_n50`, where the default was furthest from the networks, forward "
+        "selection dropped the embedded member on 7 of 15 units. Against the selected "
+        "networks where they ran the same units.",
+        "methods": ("dpp_ensemble_embedded_own", "dpp_selection_embedded_own",
+                    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_ensemble_embedded_own", "dpp_selection_embedded_own"),
+                  ("dpp_ensemble_embedded_own", "attention_mil_cv")],
+        "instance_pairs": [("dpp_ensemble_embedded_own", "dpp_selection_embedded_own"),
+                           ("dpp_ensemble_embedded_own", "dpp_selection_embedded_own",
+                            "proba_instance_auc")],
+        "decision": (("dpp_ensemble_embedded_own",), "dpp_selection_embedded_own"),
+        "peers": [("dpp_ensemble_embedded_own", ("attention_mil_cv", "gated_mil_cv",
+                                                 "deep_sets_cv"))],
+    },
+    {
+        "title": "Issue 52: the selected networks on every task",
+        "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
+        "purpose": "The three networks with their learning rate and weight decay selected "
+        "(`_cv`) on the tasks beyond the digit bags, 3 draws x 5 folds (2-core CPU, run in "
+        "parts with `--resume`, the cheapest tasks first), with the digit bags' run: the "
+        "default (`dpp_selection_embedded_own`) against the best of them on each task, on the "
+        "units all ran (issue 52's target: at least as accurate on 60 % of the tasks).",
+        "methods": ("dpp_selection_embedded_own", "attention_mil_cv", "gated_mil_cv",
+                    "deep_sets_cv"),
+        "pairs": [("dpp_selection_embedded_own", "attention_mil_cv")],
+        "decision": None,
+        "peers": [("dpp_selection_embedded_own", ("attention_mil_cv", "gated_mil_cv",
+                                                  "deep_sets_cv"))],
+    },
 )  # fmt: skip
 
 

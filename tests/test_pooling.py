@@ -571,3 +571,36 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     assert "- t: DPP 90.0 % against pooling 80.0 % (+10.0 points): yes" in table
     older = summary_table([r for r in records if r["method"] != "dpp_selection_embedded_own"])
     assert "- t: DPP 70.0 % against pooling 80.0 % (-10.0 points): NO" in older
+
+
+def test_the_suites_verdict_compares_dpp_with_a_baseline_on_the_units_both_finished():
+    """A baseline still running (a few units) is set against DPP's mean on those units, not on
+    all of DPP's, and the page says on how many; where both finished every unit, nothing is
+    added. Here DPP is weak on its first unit and strong on the others: its mean over all
+    five would beat the baseline, its mean over the two units the baseline finished does not."""
+    import json
+    from pathlib import Path
+
+    from dpp.experiment.suite.report import summary_table
+
+    run = Path(__file__).parents[1] / "benchmarks" / "embedded_own_broad" / "suite.json"
+    template = json.loads(run.read_text())["records"][0]  # a committed record's fields
+    dpp_acc = [0.5, 0.6, 1.0, 1.0, 1.0]
+    records = [
+        {**template, "task": "t", "draw": 0, "fold": f, "method": "dpp_selection_embedded_own",
+         "accuracy": a}
+        for f, a in enumerate(dpp_acc)
+    ] + [
+        {**template, "task": "t", "draw": 0, "fold": f, "method": "attention_mil_cv",
+         "accuracy": 0.7}
+        for f in range(2)
+    ]  # fmt: skip
+    table = summary_table(records)
+    assert (
+        "- t: DPP 55.0 % against attention_mil_cv 70.0 % on the 2 units both finished "
+        "(-15.0 points): NO" in table
+    )
+    done = records + [{**records[-1], "fold": f} for f in range(2, 5)]
+    assert "- t: DPP 82.0 % against attention_mil_cv 70.0 % (+12.0 points): yes" in summary_table(
+        done
+    )

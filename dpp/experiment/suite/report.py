@@ -80,18 +80,20 @@ def summary_table(records: list[dict]) -> str:
         + ".",
         "",
     ]
-    lines += _verdicts(means, methods, tasks)
+    lines += _verdicts(frame, methods, tasks)
     lines += instance_table(frame, tasks, methods)
     lines += _paired_table(records, frame, methods, tasks)
     lines += _landings(frame)
     return "\n".join(lines) + "\n"
 
 
-def _verdicts(means: dict, methods: list[str], tasks: list[str]) -> list[str]:
+def _verdicts(frame, methods: list[str], tasks: list[str]) -> list[str]:
     """Per task: whether DPP (``DPPClassifierCV()``'s defaults) beats the best baseline.
 
     DPP is ``dpp_selection_embedded_own`` (the defaults since issue 52's decision) where the
-    run has it, else ``dpp`` (the raw-vector ensemble, the defaults before).
+    run has it, else ``dpp`` (the raw-vector ensemble, the defaults before). Each baseline is
+    compared on the (draw, fold) units both finished, so a run in progress never sets a few
+    units of one against all of the other's; the count is said where it is not all of DPP's.
     """
     dpp = next((m for m in DEFAULT_METHODS if m in methods), None)
     if dpp is None:
@@ -100,15 +102,29 @@ def _verdicts(means: dict, methods: list[str], tasks: list[str]) -> list[str]:
         f"Is DPP (`{dpp}`: {DEFAULT_METHODS[dpp]}) at least as accurate as the best baseline?",
         "",
     ]
+    draw = frame["draw"] if "draw" in frame else pd.Series(0, index=frame.index)
+    accuracy = {
+        (task, method, d, f): a
+        for task, method, d, f, a in zip(frame.task, frame.method, draw, frame.fold,
+                                         frame.accuracy, strict=True)
+    }  # fmt: skip
     for task in tasks:
-        present = [b for b in BASELINES if (task, b) in means]
-        if (task, dpp) not in means or not present:
+        mine = {(d, f) for t, m, d, f in accuracy if t == task and m == dpp}
+        pairs = {}  # baseline -> (DPP's mean, its mean, units) on the units both finished
+        for b in BASELINES:
+            units = sorted(mine & {(d, f) for t, m, d, f in accuracy if t == task and m == b})
+            if units:
+                means = [100 * np.mean([accuracy[task, m, *u] for u in units]) for m in (dpp, b)]
+                pairs[b] = (*means, len(units))
+        if not pairs:
             continue
-        best = max(present, key=lambda b: means[task, b])
-        diff = means[task, dpp] - means[task, best]
+        best = max(pairs, key=lambda b: pairs[b][1])
+        own, theirs, count = pairs[best]
+        diff = own - theirs
         verdict = "yes" if diff >= 0 else "NO"
-        lines.append(f"- {task}: DPP {means[task, dpp]:.1f} % against {best} "
-                     f"{means[task, best]:.1f} % ({diff:+.1f} points): {verdict}")  # fmt: skip
+        on = "" if count == len(mine) else f" on the {count} units both finished"
+        lines.append(f"- {task}: DPP {own:.1f} % against {best} {theirs:.1f} %{on} "
+                     f"({diff:+.1f} points): {verdict}")  # fmt: skip
     return lines
 
 
