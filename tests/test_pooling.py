@@ -604,3 +604,30 @@ def test_the_suites_verdict_compares_dpp_with_a_baseline_on_the_units_both_finis
     assert "- t: DPP 82.0 % against attention_mil_cv 70.0 % (+12.0 points): yes" in summary_table(
         done
     )
+
+
+def test_the_members_table_splits_the_units_where_the_selection_kept_a_member():
+    """Per task: the units where forward selection kept the member and where it dropped it,
+    each with both methods' mean accuracy on those units; units the other method has not run
+    are left out."""
+    from dpp.experiment.suite import members_table
+
+    def record(fold, method, accuracy, kept=None):
+        r = {"task": "t", "draw": 0, "fold": fold, "method": method, "accuracy": accuracy}
+        if kept is not None:
+            r["members"] = {"mean": {"kept": True}, "gem_embedded": {"kept": kept}}
+        return r
+
+    records = [
+        record(0, "sel", 0.9, kept=True),
+        record(1, "sel", 0.5, kept=False),
+        record(2, "sel", 0.7, kept=False),
+        record(3, "sel", 0.1, kept=False),  # the other has not run this unit
+        record(0, "all", 0.8),
+        record(1, "all", 0.6),
+        record(2, "all", 0.8),
+    ]
+    table = members_table(records, "sel", "gem_embedded", "all")
+    assert "| t | 1 / 90.0 / 80.0 | 2 / 60.0 / 70.0 |" in table
+    only_kept = members_table(records[:1] + records[4:5], "sel", "gem_embedded", "all")
+    assert "| t | 1 / 90.0 / 80.0 | 0 |" in only_kept

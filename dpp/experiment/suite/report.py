@@ -310,6 +310,44 @@ def peer_table(records: list[dict], method: str, peers) -> str:
     return "\n".join(lines) + "\n"
 
 
+def members_table(records: list[dict], method: str, member: str, other: str) -> str:
+    """Markdown: per task, how often an ensemble selection kept ``member``, and what it cost.
+
+    For each task where ``method``'s records say which members were kept (``members``): the
+    units where ``member`` was kept and where it was dropped, ``method``'s mean accuracy on
+    each, and ``other``'s on the same units (e.g. ``member`` alone, or every member kept), so
+    a reader sees whether the selection dropped it where it would have helped. Task means
+    over the units where both ran; a method's first record of a unit is kept.
+    """
+    frame = pd.DataFrame(records)
+    if "draw" not in frame:
+        frame["draw"] = 0
+    keys = ["task", "draw", "fold"]
+    frame = frame.drop_duplicates([*keys, "method"])
+    mine = frame[frame.method == method].set_index(keys)
+    theirs = frame[frame.method == other].set_index(keys).accuracy
+    lines = [
+        f"| task | {member} kept: units / {method} / {other} | "
+        f"dropped: units / {method} / {other} |",
+        "|---|---|---|",
+    ]
+    for task in dict.fromkeys(frame.task):
+        rows = mine[mine.index.get_level_values("task") == task]
+        rows = rows[rows.index.isin(theirs.index)]
+        if rows.empty or not all(isinstance(m, dict) and member in m for m in rows.members):
+            continue
+        kept = np.array([bool(m[member]["kept"]) for m in rows.members])
+        cells = []
+        for part in (rows[kept], rows[~kept]):
+            if part.empty:
+                cells.append("0")
+                continue
+            own, alt = 100 * part.accuracy.mean(), 100 * theirs.loc[part.index].mean()
+            cells.append(f"{len(part)} / {own:.1f} / {alt:.1f}")
+        lines.append(f"| {task} | {cells[0]} | {cells[1]} |")
+    return "\n".join(lines) + "\n"
+
+
 def suite_figure(records: list[dict], path: Path) -> Path:
     """Accuracy per task and method, mean ± 2 standard errors over the outer folds (PNG)."""
     import matplotlib
