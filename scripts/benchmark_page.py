@@ -266,8 +266,11 @@ SECTIONS = (
         "title": "Issue 52: every member kept",
         "folders": ("ensemble_embedded_own_broad", "ensemble_embedded_own_broad_b",
                     "embedded_own_broad", "peers_digit_bags", "peers_broad"),
-        "purpose": "Every task, 3 draws x 5 folds (2-core CPU, two processes, one folder "
-        "each, run in parts with `--resume`; the first task was the screen): the default's four "
+        "purpose": "Every task, 3 draws x 5 folds (2-core CPU, two processes side by side, one "
+        "folder each, resumed with `--resume`; the first task was the screen; the first "
+        "process, resumed from a run of all 14 tasks, went on into the second's and was "
+        "stopped: the 17 units both ran are the same to the bit, the first's kept): the "
+        "default's four "
         "members, the paper's model with each pooling and one on a learned embedding, all "
         "kept and their log-probabilities averaged (`dpp_ensemble_embedded_own`: "
         "`rule=\"ensemble\"`), against the default, which keeps those whose combination "
