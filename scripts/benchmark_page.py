@@ -296,7 +296,9 @@ SECTIONS = (
         "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "
         "(`_cv`) on the tasks beyond the digit bags, 3 draws x 5 folds (2-core CPU, run in "
-        "parts with `--resume`, the cheapest tasks first), with the digit bags' run: the "
+        "parts with `--resume`, the cheapest tasks first, at the lowest priority and paused "
+        "while other runs took the cores: its seconds include the pauses and do not compare), "
+        "with the digit bags' run: the "
         "default (`dpp_selection_embedded_own`) against the best of them on each task, on the "
         "units all ran (issue 52's target: at least as accurate on 60 % of the tasks).",
         "methods": ("dpp_selection_embedded_own", "attention_mil_cv", "gated_mil_cv",
