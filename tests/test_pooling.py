@@ -631,3 +631,5 @@ def test_the_members_table_splits_the_units_where_the_selection_kept_a_member():
     assert "| t | 1 / 90.0 / 80.0 | 2 / 60.0 / 70.0 |" in table
     only_kept = members_table(records[:1] + records[4:5], "sel", "gem_embedded", "all")
     assert "| t | 1 / 90.0 / 80.0 | 0 |" in only_kept
+    no_members = [{k: v for k, v in r.items() if k != "members"} for r in records]
+    assert "| t |" not in members_table(no_members, "sel", "gem_embedded", "all")

@@ -57,7 +57,6 @@ def summary_table(records: list[dict]) -> str:
         "| method | " + " | ".join(tasks) + " |",
         "|---|" + "---|" * len(tasks),
     ]
-    means: dict[tuple[str, str], float] = {}
     for method in methods:
         cells = []
         for task in tasks:
@@ -65,7 +64,6 @@ def summary_table(records: list[dict]) -> str:
             if part.empty:
                 cells.append("-")
                 continue
-            means[task, method] = 100 * part.accuracy.mean()
             cells.append(
                 f"{_cell(part.accuracy, 100, 1)} / {_cell(part.test_log_likelihood, 1, 3)} / "
                 f"{part.fit_seconds.mean():.1f} s"
@@ -324,6 +322,8 @@ def members_table(records: list[dict], method: str, member: str, other: str) -> 
         frame["draw"] = 0
     keys = ["task", "draw", "fold"]
     frame = frame.drop_duplicates([*keys, "method"])
+    if "members" not in frame:  # no ensemble selection in these records
+        frame["members"] = None
     mine = frame[frame.method == method].set_index(keys)
     theirs = frame[frame.method == other].set_index(keys).accuracy
     lines = [
