@@ -292,6 +292,35 @@ SECTIONS = (
         "members": [("dpp_selection_embedded_own", "gem_embedded", "dpp_ensemble_embedded_own")],
     },
     {
+        "title": "Issue 52: the embedded member on small data, 50 training bags",
+        "folders": ("selection_small", "embedded_own_broad", "peers_digit_bags"),
+        "purpose": "The two digit-bag tasks that train on 50 bags, 3 draws x 5 folds: the "
+        "default's selection without its embedded member (`dpp_selection`: the three raw "
+        "members, forward selection; what `embedding=\"auto\"` fitted there while it left "
+        "the member out where an inner fold's training part held under 46 sets: 33 here) "
+        "against the same with the member (`dpp_selection_embedded_own`, from its broad "
+        "benchmark: its inner fits there held out 7 sets, under 10, and trained unmonitored "
+        "for `max_epochs`), and the selected networks on the same units.",
+        "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m50_n50")},
+        "methods": ("dpp_selection", "dpp_selection_embedded_own", "attention_mil_cv",
+                    "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_selection_embedded_own", "dpp_selection")],
+        "decision": (("dpp_selection_embedded_own",), "dpp_selection"),
+        "peers": [("dpp_selection", ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv")),
+                  ("dpp_selection_embedded_own",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
+    },
+    {
+        "title": "Issue 52: the embedded member on small data, 60 training sets",
+        "folders": ("small_member_60",),
+        "purpose": "The other eleven tasks, each fold's training sets cut to 60 (a stratified "
+        "draw), draw 0 x 5 folds (2-core CPU): the same pair, where the inner folds' parts "
+        "hold 40 sets (8 held out for the member's early stopping, under 10: its inner fits "
+        "train unmonitored, its refit on all 60 stops early).",
+        "pairs": [("dpp_selection_embedded_own", "dpp_selection")],
+        "decision": (("dpp_selection_embedded_own",), "dpp_selection"),
+    },
+    {
         "title": "Issue 52: the selected networks on every task",
         "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "

@@ -72,33 +72,37 @@ def resolved_embeddings(base, embedding, embedding_grid: str) -> tuple:
     return embedding, embedding_grid
 
 
-def monitored_embeddings(base, embedding, groups: list, own: dict, folds) -> tuple[list, dict]:
-    """``(groups, own)`` without ``embedding="auto"``'s member where its fits cannot stop early.
+def monitored_embeddings(
+    base, embedding, groups: list, own: dict, num_sets: int
+) -> tuple[list, dict]:
+    """``(groups, own)`` without ``embedding="auto"``'s member where its model cannot stop early.
 
     The member on an embedding that ``"auto"`` adds to a :class:`~dpp.DPPClassifier` holds out
-    :data:`DEFAULT_VALIDATION_FRACTION` of each fit's training sets for early stopping. Where a
-    fold's training part is too small for that (fewer than
-    :data:`~dpp.selection.MIN_VALIDATION_SETS` held out: under 46 sets), it would train for
-    ``max_epochs`` unmonitored, which the broad benchmark that chose it did not cover (every
-    refit of it there stopped early): ``"auto"`` then leaves it out, and says so in the log.
-    Explicit embeddings, and an :class:`~dpp.EmbeddedDPPClassifier`'s own, are kept.
+    :data:`DEFAULT_VALIDATION_FRACTION` of each fit's training sets for early stopping. Where
+    the training sets are too few for that (fewer than
+    :data:`~dpp.selection.MIN_VALIDATION_SETS` held out: under 46 sets), its refit, the model
+    the selection would return, would train for ``max_epochs`` unmonitored, which no benchmark
+    covered: ``"auto"`` then leaves it out, and says so in the log. From 46 sets it is kept,
+    though its fits on the inner folds' smaller parts may train unmonitored (under 69 sets at 3
+    folds, 58 at 5): measured there, on 50 and 60 training sets, it helps (``docs/defaults.md``,
+    "Small data: the embedded member kept from 46 sets"). Explicit embeddings, and an
+    :class:`~dpp.EmbeddedDPPClassifier`'s own, are kept.
 
     Args:
         base: the tuned estimator.
         embedding: :class:`DPPClassifierCV`'s ``embedding``.
         groups: :func:`candidate_groups`' groups.
         own: :func:`candidate_groups`' groups scored at one ``l2``.
-        folds: ``[(fit indices, held-out indices)]`` of the selection.
+        num_sets: the number of training sets (the refit's).
     """
-    smallest = min(len(part) for part, _ in folds)
-    held = int(np.ceil(DEFAULT_VALIDATION_FRACTION * smallest))
+    held = int(np.ceil(DEFAULT_VALIDATION_FRACTION * num_sets))
     auto = isinstance(embedding, str) and embedding == "auto" and isinstance(base, DPPClassifier)
     if not auto or held >= MIN_VALIDATION_SETS or all(g.embedding is None for g in groups):
         return groups, own
     logger.info(
         "DPPClassifierCV: embedding='auto' leaves out the member on an embedding: its early "
-        "stopping would hold out %d of a fold's %d training sets (< %d) and it would train "
-        "unmonitored; embedding=(None, %s) keeps it", held, smallest, MIN_VALIDATION_SETS, WIDTHS,
+        "stopping would hold out %d of the %d training sets (< %d) and it would train "
+        "unmonitored; embedding=(None, %s) keeps it", held, num_sets, MIN_VALIDATION_SETS, WIDTHS,
     )  # fmt: skip
     kept = [g for g in groups if g.embedding is None]
     return kept, {g: v for g, v in own.items() if g in kept}

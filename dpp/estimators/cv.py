@@ -103,8 +103,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             ``EmbeddedDPPClassifier``'s widths). ``"auto"`` (the default): over a
             :class:`DPPClassifier`, the paper's model and ``EmbeddedDPPClassifier()``'s widths,
             ``(None, (256, 128, 64))``, four members (one per pooling, one on the embedding,
-            below; the last left out where a fold's training part holds under 46 sets, too few
-            for its early stopping: :func:`~dpp.estimators.candidates.monitored_embeddings`);
+            below; the last left out under 46 training sets, too few for its early stopping:
+            :func:`~dpp.estimators.candidates.monitored_embeddings`);
             over an ``EmbeddedDPPClassifier``, its own widths; the others have no embedding.
         embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
             per embedding with the embedded estimator's own ``K``, pooling and ``l2``
@@ -290,7 +290,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         # the folds' seed: the estimator's (None: fresh, as its fits'; the class prior has none)
         seed = resolve_seed(base.get_params(deep=False).get("random_state", 0))
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
-        candidates, own = monitored_embeddings(base, self.embedding, candidates, own, folds)
+        candidates, own = monitored_embeddings(base, self.embedding, candidates, own, sets.num_sets)
         search = CandidateSearch(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         # the grid's fits and the refits are known now: the bar's total grows only by the
         # values added past an edge (issue 56: it had grown from 0 as the fits were planned)
