@@ -85,7 +85,7 @@ def monitored_embeddings(
     covered: ``"auto"`` then leaves it out, and says so in the log. From 46 sets it is kept,
     though its fits on the inner folds' smaller parts may train unmonitored (under 69 sets at 3
     folds, 58 at 5): measured there, on 50 and 60 training sets, it helps (``docs/defaults.md``,
-    "Small data: the embedded member kept from 46 sets"). Explicit embeddings, and an
+    "The embedded member on small data"). Explicit embeddings, and an
     :class:`~dpp.EmbeddedDPPClassifier`'s own, are kept.
 
     Args:
