@@ -321,6 +321,20 @@ SECTIONS = (
         "decision": (("dpp_selection_embedded_own",), "dpp_selection"),
     },
     {
+        "title": "Issue 52: every member kept on small data, 60 training sets",
+        "folders": ("small_ensemble_60", "small_member_60"),
+        "purpose": "The eleven tasks cut to 60 training sets, draw 0 x 5 folds (2-core CPU), as "
+        "in the section before: the default's four members all kept, their log-probabilities "
+        "averaged (`dpp_ensemble_embedded_own`: `rule=\"ensemble\"`), against forward "
+        "selection (`dpp_selection_embedded_own`), where the embedded member's inner fits train "
+        "unmonitored and its inner score misjudges it (docs/defaults.md, \"The embedded member "
+        "on small data\"). The 50-bag digit-bag tasks' units of the same pair are in \"every "
+        "member kept\".",
+        "methods": ("dpp_ensemble_embedded_own", "dpp_selection_embedded_own"),
+        "pairs": [("dpp_ensemble_embedded_own", "dpp_selection_embedded_own")],
+        "decision": (("dpp_ensemble_embedded_own",), "dpp_selection_embedded_own"),
+    },
+    {
         "title": "Issue 52: the selected networks on every task",
         "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "

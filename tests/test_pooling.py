@@ -571,6 +571,8 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     assert "- t: DPP 90.0 % against pooling 80.0 % (+10.0 points): yes" in table
     older = summary_table([r for r in records if r["method"] != "dpp_selection_embedded_own"])
     assert "- t: DPP 70.0 % against pooling 80.0 % (-10.0 points): NO" in older
+    alone = summary_table([r for r in records if r["method"] != "pooling"])  # no baseline ran
+    assert "Is DPP" not in alone and "| dpp_selection_embedded_own |" in alone
 
 
 def test_the_suites_verdict_compares_dpp_with_a_baseline_on_the_units_both_finished():

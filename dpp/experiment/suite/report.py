@@ -123,7 +123,7 @@ def _verdicts(frame, methods: list[str], tasks: list[str]) -> list[str]:
         on = "" if count == len(mine) else f" on the {count} units both finished"
         lines.append(f"- {task}: DPP {own:.1f} % against {best} {theirs:.1f} %{on} "
                      f"({diff:+.1f} points): {verdict}")  # fmt: skip
-    return lines
+    return lines if len(lines) > 2 else []  # no baseline ran: no question
 
 
 def _paired_table(records: list[dict], frame, methods: list[str], tasks: list[str]) -> list[str]:
