@@ -28,7 +28,8 @@
   ``dpp_embedded_wd_2e-1`` the generalised mean with dropout and a stronger weight decay,
   ``dpp_embedded_wd_choice`` both that and the networks' decay, the one with the better
   held-out log-likelihood of its own early stopping kept (:class:`HeldOutChoice`: the same
-  fits as ``dpp_embedded``, the class's defaults since);
+  fits as ``dpp_embedded``, the class's defaults since); ``dpp_embedded_seeds`` the class's
+  defaults over three seeds, their log-probabilities averaged (a deep ensemble);
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -253,6 +254,11 @@ METHODS: dict[str, Callable] = {
             ("max_dropout_p40", "max", {"dropout": 0.5, "patience": 40}),
         )
     },
+    # the class's defaults over three seeds (start, split, order, dropout), their
+    # log-probabilities averaged: a deep ensemble (Lakshminarayanan et al. 2017) of the member
+    "dpp_embedded_seeds": lambda k, seed: SetEnsembleClassifier(
+        seed_members(_embedded()(k, seed), range(seed, seed + 3))
+    ),
     "dpp_embedded_wd_5e-2": _embedded("gem", dropout=0.5, weight_decay=5e-2),
     "dpp_embedded_wd_2e-1": _embedded("gem", dropout=0.5, weight_decay=2e-1),
     # both decays fitted, the better on the fit's own held-out part kept
