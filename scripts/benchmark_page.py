@@ -335,6 +335,34 @@ SECTIONS = (
         "decision": (("dpp_ensemble_embedded_own",), "dpp_selection_embedded_own"),
     },
     {
+        "title": "Issue 52: the embedded model over three seeds",
+        "folders": ("embedded_seeds", "embedded_seeds_b", "embedded_seeds_c",
+                    "embedded_decay_choice_a", "embedded_decay_choice_b", "embedded_decay_a",
+                    "embedded_decay_b", "peers_digit_bags", "peers_broad"),
+        "purpose": "`EmbeddedDPPClassifier()`'s defaults over three seeds (its start, "
+        "held-out split, set order and dropout), their log-probabilities averaged "
+        "(`dpp_embedded_seeds`: a deep ensemble, Lakshminarayanan, Pritzel & Blundell 2017), "
+        "against the class's defaults alone (`dpp_embedded`; the same fits as "
+        "`dpp_embedded_wd_choice`, whose records from the weight-decay benchmark pair with the "
+        "other tasks: the first pair below checks that on `digit_bags_m10_n50`), on the seven "
+        "tasks of that benchmark, 3 draws x 5 folds (2-core CPU), and against the networks "
+        "on the same units (attention MIL at its defaults, and selected where it ran).",
+        "methods": ("dpp_embedded", "dpp_embedded_seeds", "dpp_embedded_wd_choice",
+                    "attention_mil", "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
+        "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m10_n100", "digit_bags_m10_n200",
+                            "digit_bags_m50_n50", "witness_d10_r10", "proportion_d10_c3",
+                            "digits_patches")},
+        "pairs": [("dpp_embedded", "dpp_embedded_wd_choice"),
+                  ("dpp_embedded_seeds", "dpp_embedded_wd_choice"),
+                  ("dpp_embedded_seeds", "attention_mil")],
+        "decision": (("dpp_embedded_seeds",), "dpp_embedded_wd_choice"),
+        "instance_pairs": [("dpp_embedded_seeds", "dpp_embedded_wd_choice")],
+        "peers": [("dpp_embedded_seeds", ("attention_mil", "attention_mil_cv", "gated_mil_cv",
+                                          "deep_sets_cv")),
+                  ("dpp_embedded_wd_choice", ("attention_mil", "attention_mil_cv",
+                                              "gated_mil_cv", "deep_sets_cv"))],
+    },
+    {
         "title": "Issue 52: the selected networks on every task",
         "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "
