@@ -34,7 +34,8 @@
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
   :mod:`dpp.estimators.neural` (Ilse et al. 2018; MI-Net, Wang et al. 2018), with the papers'
-  defaults.
+  defaults; ``attention_mil_seeds`` attention MIL over three seeds, log-probabilities
+  averaged (a deep ensemble, as ``dpp_embedded_seeds``).
 """
 
 from __future__ import annotations
@@ -276,6 +277,11 @@ METHODS: dict[str, Callable] = {
     "bag_of_words": lambda k, seed: ESTIMATORS["bag_of_words"](n_prototypes=k, random_state=seed),
     "attention_mil": lambda k, seed: ESTIMATORS["attention_mil"](random_state=seed),
     "gated_mil": lambda k, seed: ESTIMATORS["attention_mil"](gated=True, random_state=seed),
+    # attention MIL over three seeds, log-probabilities averaged: the deep ensemble the
+    # embedded DPP's (dpp_embedded_seeds) is measured against
+    "attention_mil_seeds": lambda k, seed: SetEnsembleClassifier(
+        seed_members(ESTIMATORS["attention_mil"](random_state=seed), range(seed, seed + 3))
+    ),
     "deep_sets": lambda k, seed: ESTIMATORS["deep_sets"](random_state=seed),
     # the neural peers with a selection budget: learning rate x weight decay by inner CV
     "attention_mil_cv": lambda k, seed: SelectedNetwork(
@@ -300,7 +306,7 @@ VIEWS: dict[str, tuple[str, dict]] = {"dpp_log_proba": ("dpp_proba", {"combine":
 #: The baselines DPP is measured against (the issue's target: at least the best of them).
 BASELINES = (
     "standard", "pooling", "bag_of_words", "attention_mil", "gated_mil", "deep_sets",
-    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv",
+    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv", "attention_mil_seeds",
 )  # fmt: skip
 
 
