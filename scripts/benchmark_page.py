@@ -336,7 +336,7 @@ SECTIONS = (
     },
     {
         "title": "Issue 52: the embedded model over three seeds",
-        "folders": ("embedded_seeds", "embedded_seeds_b", "embedded_seeds_c",
+        "folders": ("embedded_seeds", "embedded_seeds_b", "embedded_seeds_c", "attention_seeds",
                     "embedded_decay_choice_a", "embedded_decay_choice_b", "embedded_decay_a",
                     "embedded_decay_b", "peers_digit_bags", "peers_broad"),
         "purpose": "`EmbeddedDPPClassifier()`'s defaults over three seeds (its start, "
@@ -346,19 +346,23 @@ SECTIONS = (
         "`dpp_embedded_wd_choice`, whose records from the weight-decay benchmark pair with the "
         "other tasks: the first pair below checks that on `digit_bags_m10_n50`), on the seven "
         "tasks of that benchmark, 3 draws x 5 folds (2-core CPU), and against the networks "
-        "on the same units (attention MIL at its defaults, and selected where it ran).",
+        "on the same units (attention MIL at its defaults, selected where it ran, and over "
+        "three seeds in the same way, `attention_mil_seeds`, where it ran).",
         "methods": ("dpp_embedded", "dpp_embedded_seeds", "dpp_embedded_wd_choice",
-                    "attention_mil", "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
+                    "attention_mil", "attention_mil_seeds", "attention_mil_cv", "gated_mil_cv",
+                    "deep_sets_cv"),
         "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m10_n100", "digit_bags_m10_n200",
                             "digit_bags_m50_n50", "witness_d10_r10", "proportion_d10_c3",
                             "digits_patches")},
         "pairs": [("dpp_embedded", "dpp_embedded_wd_choice"),
                   ("dpp_embedded_seeds", "dpp_embedded_wd_choice"),
-                  ("dpp_embedded_seeds", "attention_mil")],
+                  ("dpp_embedded_seeds", "attention_mil"),
+                  ("attention_mil_seeds", "attention_mil"),
+                  ("dpp_embedded_seeds", "attention_mil_seeds")],
         "decision": (("dpp_embedded_seeds",), "dpp_embedded_wd_choice"),
         "instance_pairs": [("dpp_embedded_seeds", "dpp_embedded_wd_choice")],
-        "peers": [("dpp_embedded_seeds", ("attention_mil", "attention_mil_cv", "gated_mil_cv",
-                                          "deep_sets_cv")),
+        "peers": [("dpp_embedded_seeds", ("attention_mil", "attention_mil_seeds",
+                                          "attention_mil_cv", "gated_mil_cv", "deep_sets_cv")),
                   ("dpp_embedded_wd_choice", ("attention_mil", "attention_mil_cv",
                                               "gated_mil_cv", "deep_sets_cv"))],
     },
