@@ -501,6 +501,63 @@ def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_fo
         dpp.DPPClassifierCV(embedding_grid="every").fit(X, y)
 
 
+def test_an_own_embedded_member_over_seeds_is_one_member_per_seed_named_by_it():
+    """:func:`seeded_embeddings`: each ``own`` group on an embedding gains ``seeds - 1`` copies
+    seeded ``seed + 1``, ... (each its own member, scored at the same ``l2``); groups on the
+    grid's path and the paper's model are left as they are; one seed changes nothing."""
+    from dpp.estimators import candidates as c
+
+    base = dpp.DPPClassifier(n_prototypes=4, random_state=7)
+    groups, own = c.candidate_groups(base, None, ["mean"], [None, (8,)], "own")
+    assert c.seeded_embeddings(groups, own, 1, 7) == (groups, own)
+    seeded, scored = c.seeded_embeddings(groups, own, 3, 7)
+    embedded = next(iter(own))
+    assert seeded == [c.Group(4, "mean"), embedded, embedded._replace(random_state=8),
+                      embedded._replace(random_state=9)]  # fmt: skip
+    assert scored == dict.fromkeys(seeded[1:], own[embedded])
+    assert [c.member_name(g.member()) for g in seeded] == [
+        "mean",
+        "gem_embedded",
+        "gem_embedded_seed8",
+        "gem_embedded_seed9",
+    ]
+    assert len({g.member() for g in seeded}) == 4  # one member each
+    assert c.candidate(base, seeded[2]).random_state == 8  # and best_params_ carries it
+    assert seeded[2].params()["random_state"] == 8 and "random_state" not in seeded[1].params()
+    on_path, _ = c.candidate_groups(base, None, ["mean"], [None, (8,)], "grid")
+    assert c.seeded_embeddings(on_path, {}, 3, 7) == (on_path, {})
+
+
+@pytest.mark.extended  # two selections with embedded members: about 20 s
+def test_a_selection_over_seeds_keeps_a_member_per_seed_and_its_params_rebuild_it():
+    """``DPPClassifierCV(embedding_seeds=3)``: the embedded member and two more seeds, each
+    refitted with its seed; ``SetEnsembleClassifier(**best_params_)`` rebuilds the ensemble,
+    ``cv_results_`` names the seeds; the first member is the one-seed selection's."""
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
+    y = np.arange(40) % 2
+    tuned = dpp.EmbeddedDPPClassifier(n_prototypes=2, embedding=(4,), max_epochs=3,
+                                      random_state=5)  # fmt: skip
+    grid = {"embedding_grid": "own", "rule": "ensemble", "cv": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        seeds = dpp.DPPClassifierCV(tuned, embedding_seeds=3, **grid).fit(X, y)
+        one = dpp.DPPClassifierCV(tuned, **grid).fit(X, y)
+        again = dpp.SetEnsembleClassifier(**seeds.best_params_).fit(X, y)
+    assert [m["name"] for m in seeds.members_] == [
+        "gem_embedded",
+        "gem_embedded_seed6",
+        "gem_embedded_seed7",
+    ]
+    assert [e.random_state for e in seeds.best_estimator_.estimators_] == [5, 6, 7]
+    assert list(seeds.cv_results_["param_random_state"]) == [None, 6, 7]
+    assert "param_random_state" not in one.cv_results_
+    assert seeds.members_[0]["score"] == one.best_score_
+    np.testing.assert_allclose(again.predict_proba(X), seeds.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError, match="embedding_seeds"):
+        dpp.DPPClassifierCV(tuned, embedding_seeds=0).fit(X, y)
+
+
 def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_own_settings():
     """:func:`candidate_groups`: every embedding x pooling x ``K`` on the ``l2`` path
     (``grid``), or one group per embedding at the embedded estimator's own settings (``own``)."""

@@ -109,15 +109,17 @@ def monitored_embeddings(
 
 
 class Group(NamedTuple):
-    """A candidate of :class:`DPPClassifierCV` but its ``l2``: ``K``, pooling, embedding.
+    """A candidate of :class:`DPPClassifierCV` but its ``l2``: ``K``, pooling, embedding, seed.
 
     ``pooling`` and ``embedding`` are ``None`` where the estimator keeps its own (or has
-    none); ``l2`` runs along a path within a group.
+    none); ``l2`` runs along a path within a group. ``random_state``: the seed of one more
+    member on an embedding (:func:`seeded_embeddings`), ``None`` for the estimator's own.
     """
 
     n_prototypes: int
     pooling: str | None = None
     embedding: tuple[int, ...] | None = None
+    random_state: int | None = None
 
     def params(self) -> dict:
         """The estimator parameters this group sets (:func:`candidate` fits them)."""
@@ -126,11 +128,14 @@ class Group(NamedTuple):
             out["pooling"] = self.pooling
         if self.embedding is not None:
             out["embedding"] = self.embedding
+        if self.random_state is not None:
+            out["random_state"] = self.random_state
         return out
 
     def member(self) -> tuple:
-        """``(pooling, embedding)``: the member of ``rule="ensemble"`` this group belongs to."""
-        return self.pooling, self.embedding
+        """The ensemble's member of this group: ``(pooling, embedding)``, and its seed."""
+        seed = () if self.random_state is None else (self.random_state,)
+        return self.pooling, self.embedding, *seed
 
     def simplicity(self) -> tuple:
         """Larger for simpler models, the tie-break of equal scores.
@@ -233,9 +238,35 @@ def refit_estimator(base, key: tuple, rounds: int | None):
 
 
 def member_name(member: tuple) -> str:
-    """An ensemble member's name: its pooling (``own`` without one), ``_embedded`` on one."""
-    pooling, embedding = member
-    return (pooling or "own") + ("" if embedding is None else "_embedded")
+    """A member's name: its pooling (``own`` without one), ``_embedded``, ``_seed<n>``."""
+    pooling, embedding, *seed = member
+    name = (pooling or "own") + ("" if embedding is None else "_embedded")
+    return name + "".join(f"_seed{s}" for s in seed)
+
+
+def seeded_embeddings(groups: list, own: dict, seeds: int, seed: int) -> tuple[list, dict]:
+    """``(groups, own)`` with each ``own`` member on an embedding over ``seeds`` seeds.
+
+    The group (the estimator's own seed) and ``seeds - 1`` more, seeded ``seed + 1``,
+    ``seed + 2``, ..., each a member of the ensemble (issue 52: a network's fit varies with
+    its start, split, set order and dropout; an average over seeds, a deep ensemble,
+    Lakshminarayanan, Pritzel & Blundell 2017, varies less).
+
+    Args:
+        groups: :func:`candidate_groups`' groups (after :func:`monitored_embeddings`).
+        own: those scored at one ``l2``.
+        seeds: how many seeds (>= 1; 1 returns ``groups`` and ``own`` as they are).
+        seed: the tuned estimator's seed (its folds').
+    """
+    out, scored = [], {}
+    for g in groups:
+        more = seeds if g.embedding is not None and g in own else 1
+        for i in range(more):
+            copy = g if i == 0 else g._replace(random_state=int(seed) + i)
+            out.append(copy)
+            if g in own:
+                scored[copy] = own[g]
+    return out, scored
 
 
 def candidate_name(key: tuple) -> str:

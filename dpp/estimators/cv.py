@@ -34,6 +34,7 @@ from dpp.estimators.candidates import (
     monitored_embeddings,
     refit_estimator,
     refit_params,
+    seeded_embeddings,
     warn_unclean_choice,
 )
 from dpp.estimators.dpp import DPPClassifier
@@ -108,13 +109,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             over an ``EmbeddedDPPClassifier``, its own widths; the others have no embedding.
         embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
             per embedding with the embedded estimator's own ``K``, pooling and ``l2``
-            (``EmbeddedDPPClassifier()``'s, or the tuned ``EmbeddedDPPClassifier``'s), no path
-            and no extension: what that estimator fits alone, scored on the same folds, at one
-            fit per fold; ``grid``, the grid's ``K`` values, poolings and ``l2`` path, as the
-            paper's model is (poolings x ``K`` values x ``l2`` values per fold). ``"auto"``
-            (the default): ``own`` for an embedding added to a ``DPPClassifier``, ``grid``
-            where the tuned estimator is an ``EmbeddedDPPClassifier``
+            (``EmbeddedDPPClassifier()``'s, or the tuned one's), one fit per fold, what it
+            fits alone; ``grid``, the grid's ``K`` values, poolings and ``l2`` path, as the
+            paper's model's. ``"auto"`` (the default): ``own`` for an embedding added to a
+            ``DPPClassifier``, else ``grid``
             (:func:`~dpp.estimators.candidates.resolved_embeddings`).
+        embedding_seeds: each ``own`` member on an embedding over this many seeds, each a
+            member (:func:`~dpp.estimators.candidates.seeded_embeddings`); 1: its own alone.
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -150,21 +151,16 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             ``best_score_`` is that corrected score). Decided on the broad benchmark (210
             units, docs/defaults.md): ``ensemble`` +1.2 ± 0.4 points over ``best``; this rule
             with the embedded member +2.0 ± 0.3 over that, worse on no family.
-        combine: how ``rule="ensemble"`` combines its members' predictions
+        combine: how the ensemble rules combine their members' predictions
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
-            default), the mean of their log-probabilities renormalised, whose
-            ``instance_scores`` and ``intercept_`` decompose the ensemble's class scores
-            exactly, or ``"proba"``, the mean of their class probabilities (no per-vector
-            decomposition). Decided on the suite's broad benchmark: level in
-            accuracy, a higher test log-likelihood, worse on no task family
-            (docs/benchmarks.md, issue 53's section). Ignored by the other rules.
+            default; decided on the broad benchmark, docs/defaults.md), the mean of their
+            log-probabilities renormalised, whose ``instance_scores`` and ``intercept_``
+            decompose its class scores exactly, or ``"proba"``, of their probabilities.
         n_jobs: fits run at once, as in scikit-learn: 1 one at a time, ``-1`` every core;
             ``None``: one at a time, but an embedded member's fits beside the rest (a second
-            thread, where the process has two cores or more). The (candidate, fold) fits are
-            independent (each fold's path of ``l2`` runs in order when it warm-starts) and run
-            in joblib threads (the compiled programs release the GIL; processes would compile
-            every program anew): each fit, and so the selection, is bit for bit the same with
-            any ``n_jobs``.
+            thread, where the process has two cores or more). The (candidate, fold) fits
+            run in joblib threads (the programs release the GIL), each fit, and so the
+            selection, bit for bit the same with any ``n_jobs``.
         verbose: a progress bar over the fits (candidates x folds, the grid's extensions and
             the refits; ``tqdm``, on stderr) and a closing line with the choice, its
             validation score, the class prior's and how many candidates' fold fits did not
@@ -226,6 +222,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         "rule": check.Choice(RULES),
         "combine": check.Choice(COMBINES),
         "embedding_grid": check.Choice(EMBEDDING_GRIDS),
+        "embedding_seeds": check.Int(1),
     }
 
     def __init__(
@@ -236,6 +233,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         pooling=POOLINGS,
         embedding="auto",
         embedding_grid: str = "auto",
+        embedding_seeds: int = 1,
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
@@ -251,6 +249,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.pooling = pooling
         self.embedding = embedding
         self.embedding_grid = embedding_grid
+        self.embedding_seeds = embedding_seeds
         self.cv = cv
         self.scoring = scoring
         self.max_extensions = max_extensions
@@ -291,6 +290,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         seed = resolve_seed(base.get_params(deep=False).get("random_state", 0))
         folds = cv_splits(self.cv, np.asarray(sets.labels), seed, groups)
         candidates, own = monitored_embeddings(base, self.embedding, candidates, own, sets.num_sets)
+        candidates, own = seeded_embeddings(candidates, own, self.embedding_seeds, seed)
         search = CandidateSearch(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         # the grid's fits and the refits are known now: the bar's total grows only by the
         # values added past an edge (issue 56: it had grown from 0 as the fits were planned)

@@ -535,6 +535,12 @@ def results_table(search: CandidateSearch, best: tuple, num_folds: int) -> tuple
         "param_pooling": np.array([g.pooling for g, _ in candidates], dtype=object),
         "param_embedding": np.array([g.embedding for g, _ in candidates], dtype=object),
         "param_l2": np.array([l2 for _, l2 in candidates]),
+        # the seeds of an embedded member over several (DPPClassifierCV's embedding_seeds)
+        **(
+            {"param_random_state": np.array([g.random_state for g, _ in candidates], object)}
+            if any(g.random_state is not None for g, _ in candidates)
+            else {}
+        ),
         "mean_test_score": mean,
         "std_test_score": scores.std(axis=1),
         **{f"split{f}_test_score": scores[:, f] for f in range(num_folds)},

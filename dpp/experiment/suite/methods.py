@@ -12,7 +12,9 @@
   ``dpp_selection_embedded`` (the same with a member on a learned embedding for each pooling,
   ``embedding=(None, EMBEDDING)``), ``dpp_selection_embedded_own`` (one embedded member, on
   ``EmbeddedDPPClassifier()``'s own ``K``, pooling and ``l2``: ``embedding_grid="own"``),
-  ``dpp_ensemble_embedded_own`` (those four members, all kept: ``rule="ensemble"``),
+  ``dpp_selection_embedded_own_seeds`` (its embedded member over three seeds, each a member:
+  ``embedding_seeds=3``), ``dpp_ensemble_embedded_own`` (those four members, all kept:
+  ``rule="ensemble"``),
   ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
@@ -229,6 +231,13 @@ METHODS: dict[str, Callable] = {
     "dpp_selection_embedded_own": _dpp_cv(
         rule="ensemble_selection", embedding=(None, EMBEDDING), embedding_grid="own"
     ),
+    # the same with the embedded member over three seeds, each a member (embedding_seeds=3)
+    "dpp_selection_embedded_own_seeds": _dpp_cv(
+        rule="ensemble_selection",
+        embedding=(None, EMBEDDING),
+        embedding_grid="own",
+        embedding_seeds=3,
+    ),  # fmt: skip
     # the same four members, every one kept (their log-probabilities averaged): no forward
     # selection on the inner folds' few held-out sets
     "dpp_ensemble_embedded_own": _dpp_cv(
