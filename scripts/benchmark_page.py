@@ -367,6 +367,24 @@ SECTIONS = (
                                               "gated_mil_cv", "deep_sets_cv"))],
     },
     {
+        "title": "Issue 52: the default's embedded member over three seeds, a screen",
+        "folders": ("selection_seeds", "embedded_own_broad", "peers_digit_bags"),
+        "purpose": "The two digit-bag tasks that train on 50 bags, 3 draws x 5 folds (2-core "
+        "CPU, beside other runs: seconds for proportions only): the default's selection with "
+        "its embedded member over three seeds, each a member "
+        "(`dpp_selection_embedded_own_seeds`: `embedding_seeds=3`), against the default "
+        "(`dpp_selection_embedded_own`, from its broad benchmark) and the selected networks "
+        "on the same units. A screen: a default changes only on the broad benchmark.",
+        "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m50_n50")},
+        "methods": ("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own",
+                    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own")],
+        "decision": None,
+        "instance_pairs": [("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own")],
+        "peers": [("dpp_selection_embedded_own_seeds",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
+    },
+    {
         "title": "Issue 52: the selected networks on every task",
         "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "
