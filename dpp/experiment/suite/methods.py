@@ -237,7 +237,7 @@ METHODS: dict[str, Callable] = {
         embedding=(None, EMBEDDING),
         embedding_grid="own",
         embedding_seeds=3,
-    ),  # fmt: skip
+    ),
     # the same four members, every one kept (their log-probabilities averaged): no forward
     # selection on the inner folds' few held-out sets
     "dpp_ensemble_embedded_own": _dpp_cv(
