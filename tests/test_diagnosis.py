@@ -1,5 +1,7 @@
 """Issue 52: an Adam-trained fit traced epoch by epoch, and the embedded DPP's normalisation."""
 
+import dataclasses
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -236,3 +238,38 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     assert few.fit_report_.early_stopping.skipped is not None
     assert few.fit_report_.prototypes.weight_decay == EMBEDDED_DECAYS[0]
     assert few.fit_report_.prototypes.weight_decay_held_out is None
+
+
+def test_the_weight_average_is_the_debiased_moving_average_of_the_epochs(problem):
+    """With ``weight_average = a`` and no early stopping, two epochs return
+    ``(a p_1 + p_2) / (1 + a)`` of the epochs' own parameters (eq. of TrainSettings'
+    ``weight_average``: moment ``(1 - a)(a p_1 + p_2)`` over ``1 - a^2``), and one epoch
+    returns ``p_1`` itself: the average follows the same trajectory, it does not steer it."""
+    X, y = problem
+    a = 0.7
+    plan = plan_member(dpp.EmbeddedDPPClassifier(n_prototypes=3, **ONE).training_member(X, y))
+    plain = plan.member.settings
+    averaged = dataclasses.replace(plain, weight_average=a)
+
+    def params(settings, epochs):
+        model = training.train(
+            plan.start, plan.buckets, plan.validation, plan.train_key, settings,
+            jnp.int32(epochs), jnp.asarray(False),
+        ).model  # fmt: skip
+        return jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array))
+
+    p1, p2 = params(plain, 1), params(plain, 2)
+    for got, want in zip(params(averaged, 1), p1, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    for got, first, second in zip(params(averaged, 2), p1, p2, strict=True):
+        want = (a * np.asarray(first, np.float64) + np.asarray(second, np.float64)) / (1 + a)
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(np.concatenate([np.ravel(v) for v in p1]),
+                           np.concatenate([np.ravel(v) for v in p2]))  # fmt: skip
+
+
+def test_weight_average_out_of_range_is_refused():
+    with pytest.raises(ValueError, match="weight_average"):
+        dpp.EmbeddedDPPClassifier(weight_average=1.0).fit(
+            [np.ones((2, 2)), np.zeros((2, 2))], [0, 1]
+        )

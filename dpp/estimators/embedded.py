@@ -107,6 +107,10 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         normalize: L2-normalise the embedded vectors and the prototypes before eq. (3)
             (NetVLAD's normalisation): distances in ``[0, 4]``, so only ``beta`` sets how hard
             the codes are, not the embedding's scale.
+        weight_average: keep a moving average of the parameters over the epochs instead of
+            the last epoch's (its decay per epoch, in ``[0, 1)``; 0: none):
+            :class:`~dpp.networks.training.TrainSettings`' ``weight_average``. Early stopping
+            scores the average, and the refit returns it.
 
     Other Parameters:
         standardize: scale every feature to zero mean and unit variance first.
@@ -139,7 +143,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     uses_centres: ClassVar[bool] = False  # its k-means runs in the embedding space
     #: Parameters added after model files of this class were first written, with the value
     #: that reproduces those files' fits (:func:`dpp.load` reads a file without them so).
-    ADDED_PARAMS: ClassVar[dict] = {"normalize": False, "theta_options": None}
+    ADDED_PARAMS: ClassVar[dict] = {
+        "normalize": False, "theta_options": None, "weight_average": 0.0,
+    }  # fmt: skip
 
     def __init__(
         self,
@@ -156,6 +162,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         validation_fraction: float = 0.2,
         beta_scale: float = 1.0,
         normalize: bool = False,
+        weight_average: float = 0.0,
         *,
         standardize: bool = True,
         pca_components: int | None = None,
@@ -179,6 +186,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         self.validation_fraction = validation_fraction
         self.beta_scale = beta_scale
         self.normalize = normalize
+        self.weight_average = weight_average
         self.standardize = standardize
         self.pca_components = pca_components
         self.preprocess = preprocess
@@ -196,6 +204,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         "pooling": check.Choice(POOLINGS),
         "beta_scale": check.Real(low=0, low_open=True),
         "normalize": check.Bool(),
+        "weight_average": check.Real(low=0, high=1, high_open=True),
     }  # fmt: skip
 
     def check_params(self) -> None:
@@ -237,6 +246,10 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         if adam and options:
             shared["theta_options"] = options
         return cls(**{**shared, **params})
+
+    def _train_settings(self, weight_decay: float) -> training.TrainSettings:
+        settings = super()._train_settings(weight_decay)
+        return dataclasses.replace(settings, weight_average=float(self.weight_average))
 
     def _network(self, dim, num_classes, key, vectors=None, weight=1.0, seed=0):
         """The initial network: k-means of the embedded ``vectors`` (zeros without them).

@@ -166,6 +166,12 @@ class TrainSettings:
         batch_size: sets per mini-batch.
         max_epochs: epochs at most.
         patience: stop after this many epochs without a better validation log-likelihood.
+        weight_average: decay ``a`` of an exponential moving average of the parameters taken
+            after every epoch (Polyak averaging; Izmailov et al. 2018 average uniformly),
+            debiased as Adam's moments are, so that after ``t`` epochs the model is
+            ``sum_s a^(t-s) (1 - a) p_s / (1 - a^t)`` of the epochs' parameters ``p_s``: the
+            average is what is scored, kept and returned. 0 (the default): the last epoch's
+            parameters, and no average in the program.
     """
 
     learning_rate: float = 5e-4
@@ -173,6 +179,7 @@ class TrainSettings:
     batch_size: int = 1
     max_epochs: int = 100
     patience: int = 20
+    weight_average: float = 0.0
 
     def optimizer(self, mask=None, rates=None) -> optax.GradientTransformation:
         """``add_decayed_weights`` then ``adam``: PyTorch's Adam with ``weight_decay``.
@@ -340,26 +347,37 @@ def _train(
 
     first = score(params)
     history = jnp.full(rows, jnp.nan, jnp.float32).at[0].set(first)
+    decay = settings.weight_average  # static: without it, no average is carried
+
+    def averaged(moment, params, epoch):
+        """The moving average's moment and the debiased average after ``epoch`` epochs."""
+        if not decay:
+            return None, params
+        moment = jax.tree.map(lambda m, p: decay * m + (1 - decay) * p, moment, params)
+        debias = 1 - jnp.asarray(decay, jnp.float32) ** epoch.astype(jnp.float32)
+        return moment, jax.tree.map(lambda m: (m / debias).astype(m.dtype), moment)
 
     def keep_going(carry):
-        _, _, _, epoch, _, _, best_epoch, _ = carry
+        _, _, _, epoch, _, _, best_epoch, _, _ = carry
         return (epoch < cap) & (~monitor | (epoch - best_epoch < settings.patience))
 
     def one_epoch(carry):
-        params, opt_state, key, epoch, best, best_value, best_epoch, history = carry
+        params, opt_state, key, epoch, best, best_value, best_epoch, history, moment = carry
         params, opt_state, key = run_epoch(
             params, static, opt_state, key, buckets, settings, optimizer
         )
         epoch = epoch + 1
-        value = score(params)
+        moment, model = averaged(moment, params, epoch)
+        value = score(model)
         history = history.at[epoch].set(value)
         take = ~monitor | (value > best_value)  # a refit keeps its last epoch
-        best = jax.tree.map(lambda new, old: jnp.where(take, new, old), params, best)
+        best = jax.tree.map(lambda new, old: jnp.where(take, new, old), model, best)
         best_value = jnp.where(take, value, best_value)
         best_epoch = jnp.where(take, epoch, best_epoch)
-        return params, opt_state, key, epoch, best, best_value, best_epoch, history
+        return params, opt_state, key, epoch, best, best_value, best_epoch, history, moment
 
-    start = (params, opt_state, key, jnp.int32(0), params, first, jnp.int32(0), history)
+    moment = jax.tree.map(jnp.zeros_like, params) if decay else None
+    start = (params, opt_state, key, jnp.int32(0), params, first, jnp.int32(0), history, moment)
     end = jax.lax.while_loop(keep_going, one_epoch, start)
     return TrainResult(eqx.combine(end[4], static), end[3], end[6], end[7])
 
