@@ -284,7 +284,7 @@ def choose(scores: dict, rule: str = "best", per_round: dict | None = None):
 
 
 def forward_selection(
-    score: Callable[[tuple[int, ...]], float], n: int
+    score: Callable[[tuple[int, ...]], float], n: int, blocks=None
 ) -> tuple[tuple[int, ...], float]:
     """The members kept by forward selection, and the score of their combination.
 
@@ -292,31 +292,43 @@ def forward_selection(
     replacement and with equal weights: the best member alone first, then, while one raises
     the score strictly, the member that raises it most. Ties go to the earlier member; a NaN
     score ranks below every other (it is never chosen over a number, and never raises one).
-    A pure function of ``score``.
+    With ``blocks``, each step adds a whole block instead of one member (e.g. the seeds of one
+    embedding, kept together or not at all). A pure function of ``score``.
 
     Args:
         score: ``members -> float``, the validation score (higher is better) of the
             combination of the sorted tuple ``members`` of indices in ``range(n)``.
         n: the number of members (>= 1).
+        blocks: a partition of ``range(n)`` into tuples, in the order ties go by; ``None``:
+            every member a block of its own.
 
     Returns:
         ``(kept, score)``: the sorted indices kept and their combination's score (NaN where
-        every member alone scored NaN).
+        every block alone scored NaN).
 
     Raises:
-        ValueError: ``n < 1``.
+        ValueError: ``n < 1``, or ``blocks`` not a partition of ``range(n)``.
     """
     if n < 1:
         raise ValueError(f"forward selection needs at least one member, got {n}")
+    blocks = [(i,) for i in range(n)] if blocks is None else [tuple(b) for b in blocks]
+    if sorted(i for b in blocks for i in b) != list(range(n)) or not all(blocks):
+        raise ValueError(f"blocks {blocks} are not a partition of the {n} members")
     kept: tuple[int, ...] = ()
+    taken: set[int] = set()  # the blocks kept
     best, rank = np.nan, -np.inf  # the kept members' score, and its rank (NaN: -inf)
-    while len(kept) < n:
-        tried = {i: float(score(tuple(sorted((*kept, i))))) for i in range(n) if i not in kept}
-        ranks = {i: -np.inf if np.isnan(v) else v for i, v in tried.items()}
-        i = max(ranks, key=lambda j: (ranks[j], -j))
-        if kept and not ranks[i] > rank:
+    while len(taken) < len(blocks):
+        tried = {
+            b: float(score(tuple(sorted((*kept, *blocks[b])))))
+            for b in range(len(blocks))
+            if b not in taken
+        }
+        ranks = {b: -np.inf if np.isnan(v) else v for b, v in tried.items()}
+        b = max(ranks, key=lambda j: (ranks[j], -j))
+        if kept and not ranks[b] > rank:
             break
-        kept, best, rank = tuple(sorted((*kept, i))), tried[i], ranks[i]
+        kept, best, rank = tuple(sorted((*kept, *blocks[b]))), tried[b], ranks[b]
+        taken.add(b)
     return kept, best
 
 

@@ -289,6 +289,29 @@ def test_forward_selection_keeps_the_best_member_then_whatever_raises_the_score_
     assert kept == (0,) and np.isnan(best)  # nothing to choose: NaN says so
 
 
+def test_forward_selection_by_blocks_keeps_a_block_whole_or_not_at_all():
+    """The same score with the members 0.5 and 1.6 (indices 3 and 2) in separate blocks:
+    blocks {3, 0} (mean 0.25) and {2, 1} (mean 2.05) are each worse alone than {3, 0} and
+    {2, 1} together (mean 1.15), so both are kept; singleton blocks give back the plain
+    selection, and a block list that is not a partition is refused."""
+    values = np.array([0.0, 2.5, 1.6, 0.5])
+
+    def score(members):
+        return -float((values[list(members)].mean() - 1.0) ** 2)
+
+    kept, best = forward_selection(score, 4, blocks=[(3, 0), (2, 1)])
+    assert kept == (0, 1, 2, 3) and best == pytest.approx(-(0.15**2))
+    # a block whose addition lowers the score is left out whole: all four (1.15) against 1.05
+    kept, _ = forward_selection(score, 4, blocks=[(2, 3), (0, 1)])
+    assert kept == (2, 3)
+    assert forward_selection(score, 4, blocks=[(i,) for i in range(4)]) == forward_selection(
+        score, 4
+    )
+    for bad in ([(0, 1), (1, 2, 3)], [(0, 1), (2,)], [(0, 1, 2, 3), ()]):
+        with pytest.raises(ValueError, match="partition"):
+            forward_selection(score, 4, blocks=bad)
+
+
 @pytest.mark.extended  # two selections: about 20 s
 def test_ensemble_selection_keeps_the_members_whose_combination_scores_best(monkeypatch):
     """``rule="ensemble_selection"``: the ensemble's members, chosen alike, kept by forward

@@ -558,6 +558,36 @@ def test_a_selection_over_seeds_keeps_a_member_per_seed_and_its_params_rebuild_i
         dpp.DPPClassifierCV(tuned, embedding_seeds=0).fit(X, y)
 
 
+def test_seed_blocks_put_an_embeddings_seeds_in_one_block_or_each_member_alone():
+    """:func:`seed_blocks`: forward selection's blocks, in the members' order."""
+    from dpp.estimators.candidates import seed_blocks
+
+    members = [("mean", None), ("gem", (8,)), ("max", None), ("gem", (8,), 6), ("gem", (8,), 7)]
+    assert seed_blocks(members, False) == [(0,), (1,), (2,), (3,), (4,)]
+    assert seed_blocks(members, True) == [(0,), (1, 3, 4), (2,)]
+
+
+@pytest.mark.extended  # a selection with three embedded seeds: about 20 s
+def test_a_selection_keeps_an_embeddings_seeds_together_when_asked():
+    """``seeds_together=True``: the kept members hold all three seeds of the embedding or
+    none, and ``members_`` says so; the selection's parameters are checked."""
+    rng = np.random.default_rng(1)
+    X = [rng.normal(size=(4, 3)) + (i % 2) * 0.7 for i in range(48)]
+    y = np.arange(48) % 2
+    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2, random_state=3)
+    small = {"embedding": (None, (4,)), "embedding_grid": "own", "cv": 2, "l2s": (0.1,)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitWarning)
+        cv = dpp.DPPClassifierCV(base, embedding_seeds=3, seeds_together=True, **small)
+        cv.fit(X, y)
+    kept = {m["name"]: m["kept"] for m in cv.members_}
+    seeds = [kept[n] for n in kept if "_embedded" in n]
+    assert len(seeds) == 3 and len(set(seeds)) == 1, kept
+    assert any(kept.values())
+    with pytest.raises(ValueError, match="seeds_together"):
+        dpp.DPPClassifierCV(base, seeds_together="yes").fit(X, y)
+
+
 def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_own_settings():
     """:func:`candidate_groups`: every embedding x pooling x ``K`` on the ``l2`` path
     (``grid``), or one group per embedding at the embedded estimator's own settings (``own``)."""

@@ -244,6 +244,17 @@ def member_name(member: tuple) -> str:
     return name + "".join(f"_seed{s}" for s in seed)
 
 
+def seed_blocks(members: list[tuple], together: bool) -> list[tuple[int, ...]]:
+    """Forward selection's blocks of ``members`` (:meth:`Group.member` tuples, in order).
+
+    Each member alone, or with ``together`` the seeds of one embedding as one block
+    (:func:`seeded_embeddings`; :func:`dpp.selection.forward_selection`'s ``blocks``).
+    """
+    key = (lambda m: m[:2]) if together else (lambda m: m)
+    keys = [key(m) for m in members]
+    return [tuple(i for i, k in enumerate(keys) if k == b) for b in dict.fromkeys(keys)]
+
+
 def seeded_embeddings(groups: list, own: dict, seeds: int, seed: int) -> tuple[list, dict]:
     """``(groups, own)`` with each ``own`` member on an embedding over ``seeds`` seeds.
 

@@ -34,6 +34,7 @@ from dpp.estimators.candidates import (
     monitored_embeddings,
     refit_estimator,
     refit_params,
+    seed_blocks,
     seeded_embeddings,
     warn_unclean_choice,
 )
@@ -90,11 +91,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         pooling: candidate poolings of a :class:`DPPClassifier` (:mod:`dpp.pooling`: ``mean``,
             the paper's; ``max``; ``gem``), chosen by the same folds as ``l2`` and the rounds;
             ``None``: the estimator's own (what the baselines, which have no pooling, get).
-            The default, all three, lets the task say whether how much of a set lies near a
-            prototype (mean), whether one vector does (max), or something between (gem) tells
-            its class: on the suite's tasks the generalised mean earned its cost (about 1.5x
-            the time of mean and max alone; +6.5 points on the 30-D proportion task, the same
-            or better elsewhere; ``python scripts/bench.py --probe candidates``).
+            All three by default: the task says which tells its class (the generalised mean
+            +6.5 points on the 30-D proportion task for 1.5x the time, docs/defaults.md).
         embedding: candidate embeddings: ``None`` for the paper's model and widths such as
             ``(256, 128, 64)`` for DPP on a learned embedding, an
             :class:`~dpp.EmbeddedDPPClassifier` with the estimator's shared parameters
@@ -116,6 +114,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             (:func:`~dpp.estimators.candidates.resolved_embeddings`).
         embedding_seeds: each ``own`` member on an embedding over this many seeds, each a
             member (:func:`~dpp.estimators.candidates.seeded_embeddings`); 1: its own alone.
+        seeds_together: forward selection keeps an embedding's seeds together or drops them
+            together (:func:`~dpp.selection.forward_selection`'s ``blocks``).
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -131,11 +131,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             from k-means with its held-out fold as early stopping's ``validation_sets``, a
             candidate scores its best round (the fewest rounds on ties), and the refit stops
             after the chosen round (``round_cap``; status ``early_stopped`` when ``L`` was
-            still rising). This replaces the estimator's own ``validation_fraction``. It
-            treats the rounds that overfit as what they are: on the suite's witness tasks the
-            codes saturate within a few rounds and the held-out log-likelihood falls
-            (docs/defaults.md, "A suite of set tasks"). Needs ``scoring="log_likelihood"``;
-            ignored for the other estimators.
+            still rising), in place of the estimator's own ``validation_fraction`` (rounds
+            overfit where codes saturate: docs/defaults.md). Needs
+            ``scoring="log_likelihood"``; ignored for the other estimators.
         rule: what the candidates' scores give: ``ensemble_selection`` (the default: the
             members of ``ensemble`` whose combination scores best on the folds, kept by
             forward selection, :func:`~dpp.selection.forward_selection`; a dropped member is
@@ -211,8 +209,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
       ``best_params_`` of one), ``rounds``, its own mean validation ``score``, ``position``
       and whether it was ``kept``: always, but by ``ensemble_selection``), and the fitted
       attributes of ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
-      ``n_features_in_``, ...; an ensemble has its members'). ``save`` writes
-      ``best_estimator_``.
+      ``n_features_in_``, ...; an ensemble has its members'), which ``save`` writes.
     """
 
     PARAMETER_RULES: ClassVar[dict[str, check.Rule]] = {
@@ -222,8 +219,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         "rule": check.Choice(RULES),
         "combine": check.Choice(COMBINES),
         "embedding_grid": check.Choice(EMBEDDING_GRIDS),
-        "embedding_seeds": check.Int(1),
-    }
+        "embedding_seeds": check.Int(1), "seeds_together": check.Bool(),
+    }  # fmt: skip
 
     def __init__(
         self,
@@ -234,6 +231,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         embedding="auto",
         embedding_grid: str = "auto",
         embedding_seeds: int = 1,
+        seeds_together: bool = False,
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
@@ -250,6 +248,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.embedding = embedding
         self.embedding_grid = embedding_grid
         self.embedding_seeds = embedding_seeds
+        self.seeds_together = seeds_together
         self.cv = cv
         self.scoring = scoring
         self.max_extensions = max_extensions
@@ -357,8 +356,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         considered, score = chosen, None
         if selecting:  # the members kept, before any refit: a dropped member is not refitted
             logs = search.member_log_probas([(c.key, c.rounds) for c in chosen])
+            blocks = seed_blocks(members, self.seeds_together)
             kept, score = forward_selection(
-                lambda m: search.combined_score(logs, self.combine, m), len(chosen)
+                lambda m: search.combined_score(logs, self.combine, m), len(chosen), blocks
             )
             chosen = [chosen[i] for i in kept]  # (the bar's planned refits cover the folds')
         chosen = [self._refitted(search, base, sets, classes, c) for c in chosen]

@@ -13,7 +13,8 @@
   ``embedding=(None, EMBEDDING)``), ``dpp_selection_embedded_own`` (one embedded member, on
   ``EmbeddedDPPClassifier()``'s own ``K``, pooling and ``l2``: ``embedding_grid="own"``),
   ``dpp_selection_embedded_own_seeds`` (its embedded member over three seeds, each a member:
-  ``embedding_seeds=3``), ``dpp_ensemble_embedded_own`` (those four members, all kept:
+  ``embedding_seeds=3``; ``_together``: its seeds kept or dropped together,
+  ``seeds_together=True``), ``dpp_ensemble_embedded_own`` (those four members, all kept:
   ``rule="ensemble"``),
   ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
@@ -239,6 +240,14 @@ METHODS: dict[str, Callable] = {
         embedding=(None, EMBEDDING),
         embedding_grid="own",
         embedding_seeds=3,
+    ),
+    # the same, its three seeds kept or dropped together by forward selection
+    "dpp_selection_embedded_own_seeds_together": _dpp_cv(
+        rule="ensemble_selection",
+        embedding=(None, EMBEDDING),
+        embedding_grid="own",
+        embedding_seeds=3,
+        seeds_together=True,
     ),
     # the same four members, every one kept (their log-probabilities averaged): no forward
     # selection on the inner folds' few held-out sets
