@@ -385,6 +385,71 @@ SECTIONS = (
                    ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
     },
     {
+        "title": "Issue 52: a moving average of the embedded model's parameters",
+        "folders": ("embedded_average_screen", "embedded_average_screen_b",
+                    "embedded_average_screen_c", "embedded_decay_choice_a",
+                    "embedded_decay_choice_b", "embedded_seeds", "embedded_seeds_b",
+                    "embedded_seeds_c"),
+        "purpose": "`EmbeddedDPPClassifier()`'s defaults with a moving average of its "
+        "parameters over the epochs, debiased, scored by its early stopping and returned "
+        "(`weight_average`: 0.5, `dpp_embedded_avg50`, and 0.8 on the first task; Polyak "
+        "averaging, as stochastic weight averaging keeps one network, Izmailov et al. 2018), "
+        "against the class's defaults (`dpp_embedded` where run beside it, else the same fits' "
+        "records from the weight-decay benchmark, `dpp_embedded_wd_choice`), on the seven "
+        "tasks of the three-seed benchmark, 3 draws x 5 folds (2-core CPU, beside other runs: "
+        "seconds for proportions only). One fit, one network: what the three seeds gain by "
+        "averaging three, if a trajectory's noise is what they average away.",
+        "methods": ("dpp_embedded", "dpp_embedded_avg50", "dpp_embedded_avg80",
+                    "dpp_embedded_wd_choice", "dpp_embedded_seeds"),
+        "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m10_n100", "digit_bags_m10_n200",
+                            "digit_bags_m50_n50", "witness_d10_r10", "proportion_d10_c3",
+                            "digits_patches")},
+        "pairs": [("dpp_embedded_avg50", "dpp_embedded"),
+                  ("dpp_embedded_avg80", "dpp_embedded"),
+                  ("dpp_embedded_avg50", "dpp_embedded_wd_choice"),
+                  ("dpp_embedded_seeds", "dpp_embedded_avg50")],
+        "decision": (("dpp_embedded_avg50",), "dpp_embedded_wd_choice"),
+        "instance_pairs": [("dpp_embedded_avg50", "dpp_embedded_wd_choice")],
+    },
+    {
+        "title": "Issue 52: the default's embedded seeds kept together, a screen",
+        "folders": ("selection_seeds_together", "selection_seeds",
+                    "embedded_own_broad", "peers_digit_bags"),
+        "purpose": "`digit_bags_m10_n50` (50 training bags), 3 draws x 5 folds (2-core CPU, "
+        "beside other runs; `digit_bags_m50_n50` not run yet): the selection with its "
+        "embedded member over three seeds, forward selection keeping the three seeds "
+        "together or dropping them together "
+        "(`dpp_selection_embedded_own_seeds_together`: `seeds_together=True`), against the "
+        "same selection with each seed a member of its own (`_seeds`), the default "
+        "(`dpp_selection_embedded_own`) and the selected networks on the same units. A "
+        "screen: a default changes only on the broad benchmark.",
+        "units": {"tasks": ("digit_bags_m10_n50",)},
+        "methods": ("dpp_selection_embedded_own_seeds_together",
+                    "dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own",
+                    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_selection_embedded_own_seeds_together",
+                   "dpp_selection_embedded_own_seeds"),
+                  ("dpp_selection_embedded_own_seeds_together", "dpp_selection_embedded_own")],
+        "decision": None,
+        "instance_pairs": [("dpp_selection_embedded_own_seeds_together",
+                            "dpp_selection_embedded_own")],
+        "peers": [("dpp_selection_embedded_own_seeds_together",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
+    },
+    {
+        "title": "Issue 52: the default's embedded member over three seeds, the broad run (in "
+        "parts)",
+        "folders": ("selection_seeds_broad_a", "selection_seeds_broad_b", "embedded_own_broad"),
+        "purpose": "The broad benchmark of `dpp_selection_embedded_own_seeds` "
+        "(`embedding_seeds=3`), begun: two runs beside each other (2-core CPU), stopped "
+        "unfinished and resumed from these folders with `--resume` (the commands below, the "
+        "rest of the tasks as in `embedded_own_broad`), paired with the default on the units "
+        "run so far. No decision until every task has its 15 units.",
+        "methods": ("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own"),
+        "pairs": [("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own")],
+        "decision": None,
+    },
+    {
         "title": "Issue 52: the selected networks on every task",
         "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "
