@@ -14,7 +14,8 @@
   ``EmbeddedDPPClassifier()``'s own ``K``, pooling and ``l2``: ``embedding_grid="own"``),
   ``dpp_selection_embedded_own_seeds`` (its embedded member over three seeds, each a member:
   ``embedding_seeds=3``; ``_together``: its seeds kept or dropped together,
-  ``seeds_together=True``), ``dpp_ensemble_embedded_own`` (those four members, all kept:
+  ``seeds_together=True``; ``_cv5``: both with ``DPPClassifierCV()``'s own 5 inner folds
+  instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four members, all kept:
   ``rule="ensemble"``),
   ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
@@ -248,6 +249,19 @@ METHODS: dict[str, Callable] = {
         embedding_grid="own",
         embedding_seeds=3,
         seeds_together=True,
+    ),
+    # the default and its three-seed variant with DPPClassifierCV()'s own 5 inner folds (the
+    # suite's selections use 3): on small data an inner fold's training part is what the
+    # embedded member's inner score depends on
+    "dpp_selection_embedded_own_cv5": _dpp_cv(
+        rule="ensemble_selection", embedding=(None, EMBEDDING), embedding_grid="own", cv=5
+    ),
+    "dpp_selection_embedded_own_seeds_cv5": _dpp_cv(
+        rule="ensemble_selection",
+        embedding=(None, EMBEDDING),
+        embedding_grid="own",
+        embedding_seeds=3,
+        cv=5,
     ),
     # the same four members, every one kept (their log-probabilities averaged): no forward
     # selection on the inner folds' few held-out sets
