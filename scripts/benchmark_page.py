@@ -437,6 +437,30 @@ SECTIONS = (
                    ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
     },
     {
+        "title": "Issue 52: the default at its own 5 inner folds, a screen",
+        "folders": ("selection_cv5", "selection_seeds", "embedded_own_broad",
+                    "peers_digit_bags"),
+        "purpose": "The suite's selections use 3 inner folds for their cost; "
+        "`DPPClassifierCV()` uses 5. On 50 training bags an inner fold's training part is 40 "
+        "bags instead of 33, and the embedded member's inner score (pessimistic on small "
+        "data) depends on it. `digit_bags_m10_n50`, 3 draws x 5 folds (2-core CPU, beside "
+        "other runs): the default's selection and its three-seed variant at 5 inner folds "
+        "(`_cv5`) against the same at 3, and the selected networks on the same units: whether "
+        "the suite's stand-in for the default understates it on small data.",
+        "units": {"tasks": ("digit_bags_m10_n50",)},
+        "methods": ("dpp_selection_embedded_own_cv5", "dpp_selection_embedded_own_seeds_cv5",
+                    "dpp_selection_embedded_own", "dpp_selection_embedded_own_seeds",
+                    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_selection_embedded_own_cv5", "dpp_selection_embedded_own"),
+                  ("dpp_selection_embedded_own_seeds_cv5", "dpp_selection_embedded_own_seeds"),
+                  ("dpp_selection_embedded_own_seeds_cv5", "dpp_selection_embedded_own_cv5")],
+        "decision": None,
+        "peers": [("dpp_selection_embedded_own_cv5",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv")),
+                  ("dpp_selection_embedded_own_seeds_cv5",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
+    },
+    {
         "title": "Issue 52: the default's embedded member over three seeds, the broad run (in "
         "parts)",
         "folders": ("selection_seeds_broad_a", "selection_seeds_broad_b", "embedded_own_broad"),
