@@ -35,7 +35,8 @@
   fits as ``dpp_embedded``, the class's defaults since); ``dpp_embedded_seeds`` the class's
   defaults over three seeds, their log-probabilities averaged (a deep ensemble);
   ``dpp_embedded_avg50`` and ``dpp_embedded_avg80`` the class's defaults with a moving average
-  of the parameters over the epochs (``weight_average`` 0.5 and 0.8);
+  of the parameters over the epochs (``weight_average`` 0.5 and 0.8), and
+  ``dpp_embedded_seeds_avg50`` three seeds of the first;
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -298,6 +299,10 @@ METHODS: dict[str, Callable] = {
     # decay per epoch), scored and kept in place of the last epoch's: one fit, no ensemble
     "dpp_embedded_avg50": _embedded(weight_average=0.5),
     "dpp_embedded_avg80": _embedded(weight_average=0.8),
+    # both: three seeds of the averaged fit
+    "dpp_embedded_seeds_avg50": lambda k, seed: SetEnsembleClassifier(
+        seed_members(_embedded(weight_average=0.5)(k, seed), range(seed, seed + 3))
+    ),
     "dpp_embedded_wd_5e-2": _embedded("gem", dropout=0.5, weight_decay=5e-2),
     "dpp_embedded_wd_2e-1": _embedded("gem", dropout=0.5, weight_decay=2e-1),
     # both decays fitted, the better on the fit's own held-out part kept
