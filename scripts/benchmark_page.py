@@ -412,6 +412,22 @@ SECTIONS = (
         "instance_pairs": [("dpp_embedded_avg50", "dpp_embedded_wd_choice")],
     },
     {
+        "title": "Issue 52: three seeds of the averaged embedded model, a screen",
+        "folders": ("embedded_seeds_average", "embedded_seeds", "embedded_seeds_b",
+                    "embedded_seeds_c", "embedded_average_screen", "embedded_average_screen_b"),
+        "purpose": "Whether the two remedies add up: three seeds of `EmbeddedDPPClassifier("
+        "weight_average=0.5)`, log-probabilities averaged (`dpp_embedded_seeds_avg50`), "
+        "against three seeds of the class's defaults (`dpp_embedded_seeds`) and one averaged "
+        "fit (`dpp_embedded_avg50`), on three tasks of the three-seed benchmark, 3 draws x 5 "
+        "folds (2-core CPU, beside other runs).",
+        "methods": ("dpp_embedded_seeds_avg50", "dpp_embedded_seeds", "dpp_embedded_avg50"),
+        "units": {"tasks": ("digit_bags_m10_n50", "digit_bags_m50_n50", "witness_d10_r10")},
+        "pairs": [("dpp_embedded_seeds_avg50", "dpp_embedded_seeds"),
+                  ("dpp_embedded_seeds_avg50", "dpp_embedded_avg50")],
+        "decision": None,
+        "instance_pairs": [("dpp_embedded_seeds_avg50", "dpp_embedded_seeds")],
+    },
+    {
         "title": "Issue 52: the default's embedded seeds kept together, a screen",
         "folders": ("selection_seeds_together", "selection_seeds",
                     "embedded_own_broad", "peers_digit_bags"),
