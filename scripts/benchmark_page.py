@@ -477,17 +477,26 @@ SECTIONS = (
                    ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
     },
     {
-        "title": "Issue 52: the default's embedded member over three seeds, the broad run (in "
-        "parts)",
-        "folders": ("selection_seeds_broad_a", "selection_seeds_broad_b", "embedded_own_broad"),
+        "title": "Issue 52: the default's embedded member over three seeds, the broad run",
+        "folders": ("selection_seeds_broad_a", "selection_seeds_broad_b", "selection_seeds",
+                    "embedded_own_broad", "peers_broad", "peers_digit_bags"),
         "purpose": "The broad benchmark of `dpp_selection_embedded_own_seeds` "
-        "(`embedding_seeds=3`), begun: two runs beside each other (2-core CPU), stopped "
-        "unfinished and resumed from these folders with `--resume` (the commands below, the "
-        "rest of the tasks as in `embedded_own_broad`), paired with the default on the units "
-        "run so far. No decision until every task has its 15 units.",
-        "methods": ("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own"),
+        "(`DPPClassifierCV(embedding_seeds=3)`): every task, 3 draws x 5 folds (2-core CPU; "
+        "two runs beside each other, stopped once and resumed with `--resume`; the two 50-bag "
+        "digit-bag tasks from the screen), paired with the default "
+        "(`dpp_selection_embedded_own`) on every unit, and against the selected networks on "
+        "the units all ran.",
+        "methods": ("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own",
+                    "attention_mil_cv", "gated_mil_cv", "deep_sets_cv"),
         "pairs": [("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own")],
-        "decision": None,
+        "decision": (("dpp_selection_embedded_own_seeds",), "dpp_selection_embedded_own"),
+        "instance_pairs": [("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own"),
+                           ("dpp_selection_embedded_own_seeds", "dpp_selection_embedded_own",
+                            "proba_instance_auc")],
+        "peers": [("dpp_selection_embedded_own_seeds",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv")),
+                  ("dpp_selection_embedded_own",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
     },
     {
         "title": "Issue 52: the selected networks on every task",
