@@ -5,7 +5,8 @@
   coordinate-ascent rounds by inner CV, the grid extended past an edge; the three winners'
   log-probabilities averaged), the reference of the committed records; every ``dpp_*``
   selection keeps the parameters it was recorded with (:data:`RECORDED`) but those it names,
-  so ``dpp_selection_embedded_own`` is ``DPPClassifierCV()``'s default now; ``dpp_proba`` and
+  so ``dpp_selection_embedded_own_seeds`` is ``DPPClassifierCV()``'s default now
+  (``dpp_selection_embedded_own`` the default before); ``dpp_proba`` and
   ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one
   best candidate refitted: the default before the broad benchmark), ``dpp_selection`` (the
   members kept by forward selection, ``rule="ensemble_selection"``) and
@@ -72,7 +73,7 @@ EMBEDDING, EMBEDDED_K = WIDTHS, 16
 #: The selections' parameters as the committed records were fitted with (``DPPClassifierCV``'s
 #: defaults until issue 52's decision): each ``dpp_*`` method overrides only what it names, so
 #: a method's name keeps its meaning (and its fingerprint, :func:`method_parameters`).
-RECORDED = {**RAW_VECTORS, "embedding_grid": "grid"}
+RECORDED = {**RAW_VECTORS, "embedding_grid": "grid", "embedding_seeds": 1}
 
 
 def _dpp_cv(pooling=None, base_options=None, **options):
