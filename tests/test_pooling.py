@@ -534,10 +534,11 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
 
 
 def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_records_meaning():
-    """Issue 52's decision: ``DPPClassifierCV()`` over a ``DPPClassifier`` scores the candidates
-    that the suite's ``dpp_selection_embedded_own`` measured (the three poolings and one member
-    on ``EmbeddedDPPClassifier()``'s own settings, kept by forward selection); the suite's
-    ``dpp`` stays the raw-vector ensemble its committed records were fitted with, and the
+    """Issue 52's decisions: ``DPPClassifierCV()`` over a ``DPPClassifier`` scores the
+    candidates that the suite's ``dpp_selection_embedded_own_seeds`` measured (the three
+    poolings and a member on ``EmbeddedDPPClassifier()``'s own settings over three seeds, kept
+    by forward selection); ``dpp_selection_embedded_own`` stays the one-seed selection and the
+    suite's ``dpp`` the raw-vector ensemble their committed records were fitted with, and the
     summary asks its question of the default where a run has it."""
     from dpp.estimators import RAW_VECTORS
     from dpp.estimators.candidates import candidate_groups
@@ -549,11 +550,14 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
             cv.estimator, cv.n_prototypes, cv.pooling, cv.embedding, cv.embedding_grid
         )
 
-    own = METHODS["dpp_selection_embedded_own"](4, 0)
+    own = METHODS["dpp_selection_embedded_own_seeds"](4, 0)
     default = DPPClassifierCV(own.estimator, cv=own.cv)
     assert groups(default) == groups(own) and len(groups(default)[0]) == 4
-    same = ("l2s", "rule", "combine", "select_rounds", "max_extensions", "scoring")
+    same = ("l2s", "rule", "combine", "select_rounds", "max_extensions", "scoring",
+            "embedding_seeds", "seeds_together")  # fmt: skip
     assert all(getattr(default, k) == getattr(own, k) for k in same)
+    assert default.embedding_seeds == 3
+    assert METHODS["dpp_selection_embedded_own"](4, 0).embedding_seeds == 1  # as recorded
     raw = METHODS["dpp"](4, 0)
     assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
     assert groups(raw) == (groups(default)[0][:3], {})  # the paper's model alone
@@ -564,15 +568,16 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     template = json.loads(run.read_text())["records"][0]  # a committed record's fields
     records = [
         {**template, "task": "t", "method": m, "accuracy": a}
-        for m, a in (("dpp", 0.7), ("dpp_selection_embedded_own", 0.9), ("pooling", 0.8))
+        for m, a in (("dpp", 0.7), ("dpp_selection_embedded_own_seeds", 0.9), ("pooling", 0.8))
     ]
     table = summary_table(records)
-    assert "Is DPP (`dpp_selection_embedded_own`: `DPPClassifierCV()`'s defaults)" in table
+    assert "Is DPP (`dpp_selection_embedded_own_seeds`: `DPPClassifierCV()`'s defaults)" in table
     assert "- t: DPP 90.0 % against pooling 80.0 % (+10.0 points): yes" in table
-    older = summary_table([r for r in records if r["method"] != "dpp_selection_embedded_own"])
+    newest = "dpp_selection_embedded_own_seeds"
+    older = summary_table([r for r in records if r["method"] != newest])
     assert "- t: DPP 70.0 % against pooling 80.0 % (-10.0 points): NO" in older
     alone = summary_table([r for r in records if r["method"] != "pooling"])  # no baseline ran
-    assert "Is DPP" not in alone and "| dpp_selection_embedded_own |" in alone
+    assert "Is DPP" not in alone and f"| {newest} |" in alone
 
 
 def test_the_suites_verdict_compares_dpp_with_a_baseline_on_the_units_both_finished():
