@@ -472,7 +472,9 @@ def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_fo
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
     y = np.arange(40) % 2
+    # one seed: one candidate (the seeds are tested below)
     grid = {"pooling": ["mean", "max"], "l2s": (0.1, 1.0), "cv": 2, "max_extensions": 2}
+    grid["embedding_seeds"] = 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         search = dpp.DPPClassifierCV(
@@ -542,7 +544,7 @@ def test_a_selection_over_seeds_keeps_a_member_per_seed_and_its_params_rebuild_i
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         seeds = dpp.DPPClassifierCV(tuned, embedding_seeds=3, **grid).fit(X, y)
-        one = dpp.DPPClassifierCV(tuned, **grid).fit(X, y)
+        one = dpp.DPPClassifierCV(tuned, embedding_seeds=1, **grid).fit(X, y)
         again = dpp.SetEnsembleClassifier(**seeds.best_params_).fit(X, y)
     assert [m["name"] for m in seeds.members_] == [
         "gem_embedded",
