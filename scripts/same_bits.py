@@ -144,7 +144,12 @@ def main() -> int:
         for name, a, b in rows:
             equal = a.shape == b.shape and np.array_equal(a, b)
             same &= equal
-            diff = "" if equal else f" (largest difference {np.max(np.abs(a - b)):.3g})"
+            if equal:
+                diff = ""
+            elif a.shape != b.shape:  # e.g. a selection's table with more candidates
+                diff = f" (shape {a.shape} there, {b.shape} here)"
+            else:
+                diff = f" (largest difference {np.max(np.abs(a - b)):.3g})"
             print(f"{'same' if equal else 'DIFFERS'}  {name}{diff}")
     return 0 if same else 1
 
