@@ -170,8 +170,9 @@ class TrainSettings:
             after every epoch (Polyak averaging; Izmailov et al. 2018 average uniformly),
             debiased as Adam's moments are, so that after ``t`` epochs the model is
             ``sum_s a^(t-s) (1 - a) p_s / (1 - a^t)`` of the epochs' parameters ``p_s``: the
-            average is what is scored, kept and returned. 0 (the default): the last epoch's
-            parameters, and no average in the program.
+            average is what is scored, kept and returned (``optax.ema`` with ``debias``, fed
+            the parameters once an epoch). 0 (the default): the last epoch's parameters, and no
+            average in the program.
     """
 
     learning_rate: float = 5e-4
@@ -347,15 +348,15 @@ def _train(
 
     first = score(params)
     history = jnp.full(rows, jnp.nan, jnp.float32).at[0].set(first)
-    decay = settings.weight_average  # static: without it, no average is carried
+    # static: without it, no average is carried (optax's debiased EMA, over epochs)
+    average = optax.ema(settings.weight_average) if settings.weight_average else None
 
-    def averaged(moment, params, epoch):
-        """The moving average's moment and the debiased average after ``epoch`` epochs."""
-        if not decay:
+    def averaged(moment, params):
+        """The moving average's state and the debiased average after one more epoch."""
+        if average is None:
             return None, params
-        moment = jax.tree.map(lambda m, p: decay * m + (1 - decay) * p, moment, params)
-        debias = 1 - jnp.asarray(decay, jnp.float32) ** epoch.astype(jnp.float32)
-        return moment, jax.tree.map(lambda m: (m / debias).astype(m.dtype), moment)
+        model, moment = average.update(params, moment)
+        return moment, model
 
     def keep_going(carry):
         _, _, _, epoch, _, _, best_epoch, _, _ = carry
@@ -367,7 +368,7 @@ def _train(
             params, static, opt_state, key, buckets, settings, optimizer
         )
         epoch = epoch + 1
-        moment, model = averaged(moment, params, epoch)
+        moment, model = averaged(moment, params)
         value = score(model)
         history = history.at[epoch].set(value)
         take = ~monitor | (value > best_value)  # a refit keeps its last epoch
@@ -376,7 +377,7 @@ def _train(
         best_epoch = jnp.where(take, epoch, best_epoch)
         return params, opt_state, key, epoch, best, best_value, best_epoch, history, moment
 
-    moment = jax.tree.map(jnp.zeros_like, params) if decay else None
+    moment = None if average is None else average.init(params)
     start = (params, opt_state, key, jnp.int32(0), params, first, jnp.int32(0), history, moment)
     end = jax.lax.while_loop(keep_going, one_epoch, start)
     return TrainResult(eqx.combine(end[4], static), end[3], end[6], end[7])
