@@ -114,16 +114,19 @@ class Group(NamedTuple):
     ``pooling`` and ``embedding`` are ``None`` where the estimator keeps its own (or has
     none); ``l2`` runs along a path within a group. ``random_state``: the seed of one more
     member on an embedding (:func:`seeded_embeddings`), ``None`` for the estimator's own.
+    ``settings``: ``(name, value)`` pairs of the other parameters a member on an embedding
+    over a paper's model fits with (:class:`DPPClassifierCV`'s ``embedding_options``).
     """
 
     n_prototypes: int
     pooling: str | None = None
     embedding: tuple[int, ...] | None = None
     random_state: int | None = None
+    settings: tuple = ()
 
     def params(self) -> dict:
         """The estimator parameters this group sets (:func:`candidate` fits them)."""
-        out = {"n_prototypes": self.n_prototypes}
+        out = {"n_prototypes": self.n_prototypes, **dict(self.settings)}
         if self.pooling is not None:
             out["pooling"] = self.pooling
         if self.embedding is not None:
@@ -158,8 +161,47 @@ def candidate(base, group: Group, **params):
     return EmbeddedDPPClassifier.like(base, **group.params(), **params)
 
 
+#: ``EmbeddedDPPClassifier`` parameters that :class:`DPPClassifierCV` sets itself on a member
+#: on an embedding (its grid, seeds and early stopping), never ``embedding_options``.
+SET_BY_SEARCH = ("embedding", "random_state", "validation_fraction")
+
+
+def embedded_settings(base, options) -> dict:
+    """:class:`DPPClassifierCV`'s ``embedding_options`` checked: ``{}`` for ``None``.
+
+    Raises:
+        ValueError: not a dict; a name that is not an :class:`~dpp.EmbeddedDPPClassifier`
+            parameter or is one of :data:`SET_BY_SEARCH`; a value that cannot be hashed (a
+            candidate is a key); options over a tuned ``EmbeddedDPPClassifier`` (set them on
+            it).
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"embedding_options must be a dict or None, got {options!r}")
+    if options and isinstance(base, EmbeddedDPPClassifier):
+        raise ValueError(
+            "embedding_options set the members on an embedding over a paper's model; the tuned "
+            f"EmbeddedDPPClassifier's own parameters are its members': set them on it ({options})"
+        )
+    known = set(EmbeddedDPPClassifier().get_params()) - set(SET_BY_SEARCH)
+    for name, value in options.items():
+        if name not in known:
+            raise ValueError(
+                f"embedding_options: {name!r} is not an EmbeddedDPPClassifier parameter the "
+                f"search leaves to its members (those: {sorted(known)})"
+            )
+        try:
+            hash(value)
+        except TypeError:
+            raise ValueError(
+                f"embedding_options: {name}={value!r} must be a hashable value"
+            ) from None
+    return dict(options)
+
+
 def candidate_groups(
-    base, n_prototypes, pooling, embedding, embedding_grid: str = "grid"
+    base, n_prototypes, pooling, embedding, embedding_grid: str = "grid", options=None
 ) -> tuple[list[Group], dict[Group, float]]:
     """The candidate groups of :class:`DPPClassifierCV` over ``base``, and those not on a path.
 
@@ -167,8 +209,8 @@ def candidate_groups(
     ``None`` where ``base`` has no such parameter or keeps its own), ``l2`` running along a path
     within each; with ``embedding_grid="own"``, an embedding is instead one group on the
     embedded estimator's own ``K`` and pooling (``base``'s for an
-    :class:`~dpp.EmbeddedDPPClassifier`, else ``EmbeddedDPPClassifier()``'s), scored at its own
-    ``l2`` alone.
+    :class:`~dpp.EmbeddedDPPClassifier`, else ``EmbeddedDPPClassifier(**options)``'s), scored
+    at its own ``l2`` alone.
 
     Args:
         base: the tuned prototype estimator.
@@ -177,13 +219,20 @@ def candidate_groups(
         embedding: the embeddings, widths or ``None`` for the paper's model (``None``: none),
             or ``"auto"`` (:func:`resolved_embeddings`).
         embedding_grid: one of :data:`EMBEDDING_GRIDS`.
+        options: ``embedding_options``, the other parameters of the members on an embedding
+            over a paper's model (:func:`embedded_settings`; their ``K``, pooling and ``l2``
+            only where ``embedding_grid="own"``, the grid's otherwise).
 
     Returns:
         ``(groups, own)``: the distinct groups in order, and ``own``: group -> its one ``l2``.
 
     Raises:
-        ValueError: an unknown pooling or bad widths.
+        ValueError: an unknown pooling, bad widths, bad ``options``.
     """
+    options = embedded_settings(base, options)
+    settings = tuple(
+        sorted((k, v) for k, v in options.items() if k not in ("n_prototypes", "pooling", "l2"))
+    )
     embedding, embedding_grid = resolved_embeddings(base, embedding, embedding_grid)
     ks = [base.n_prototypes] if n_prototypes is None else list(n_prototypes)
     params = base.get_params()
@@ -198,13 +247,15 @@ def candidate_groups(
     groups, own = [], {}
     for e in embeddings:
         widths = None if e is None else check.Widths()("embedding", e)
+        extra = () if widths is None else settings
         if widths is not None and embedding_grid == "own":  # the embedded class's settings
-            alone = base if isinstance(base, EmbeddedDPPClassifier) else EmbeddedDPPClassifier()
-            group = Group(int(alone.n_prototypes), alone.pooling, widths)
+            embedded = isinstance(base, EmbeddedDPPClassifier)
+            alone = base if embedded else EmbeddedDPPClassifier(**options)
+            group = Group(int(alone.n_prototypes), alone.pooling, widths, settings=extra)
             groups.append(group)
             own[group] = float(alone.l2)
         else:
-            groups += [Group(int(k), p, widths) for p in poolings for k in ks]
+            groups += [Group(int(k), p, widths, settings=extra) for p in poolings for k in ks]
     return list(dict.fromkeys(groups)), own
 
 

@@ -93,18 +93,14 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             ``None``: the estimator's own (what the baselines, which have no pooling, get).
             All three by default: the task says which tells its class (the generalised mean
             +6.5 points on the 30-D proportion task for 1.5x the time, docs/defaults.md).
-        embedding: candidate embeddings: ``None`` for the paper's model and widths such as
-            ``(256, 128, 64)`` for DPP on a learned embedding, an
-            :class:`~dpp.EmbeddedDPPClassifier` with the estimator's shared parameters
-            (:meth:`~dpp.EmbeddedDPPClassifier.like`; it stops early on its own 20 % of each
-            fold, its epochs are not chosen here). Every candidate is scored the same way: on
-            the held-out folds. ``None`` alone: the estimator's own (an
-            ``EmbeddedDPPClassifier``'s widths). ``"auto"`` (the default): over a
-            :class:`DPPClassifier`, the paper's model and ``EmbeddedDPPClassifier()``'s widths,
-            ``(None, (256, 128, 64))``, four members (one per pooling, one on the embedding,
-            below; the last left out under 46 training sets, too few for its early stopping:
-            :func:`~dpp.estimators.candidates.monitored_embeddings`);
-            over an ``EmbeddedDPPClassifier``, its own widths; the others have no embedding.
+        embedding: candidate embeddings: ``None`` for the paper's model, widths such as
+            ``(256, 128, 64)`` for an :class:`~dpp.EmbeddedDPPClassifier` with the estimator's
+            shared parameters (:meth:`~dpp.EmbeddedDPPClassifier.like`; it stops early on its
+            own 20 % of each fold). ``"auto"`` (the default): over a :class:`DPPClassifier`,
+            ``(None, (256, 128, 64))``, four members, one per pooling and one on the embedding
+            (left out under 46 training sets:
+            :func:`~dpp.estimators.candidates.monitored_embeddings`); over an
+            ``EmbeddedDPPClassifier``, its own widths (as ``None`` alone); others have none.
         embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
             per embedding with the embedded estimator's own ``K``, pooling and ``l2``
             (``EmbeddedDPPClassifier()``'s, or the tuned one's), one fit per fold, what it
@@ -116,6 +112,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             member (:func:`~dpp.estimators.candidates.seeded_embeddings`); 1: its own alone.
             3 by default: +0.77 points over 210 units of the broad benchmark (docs/defaults.md).
         seeds_together: forward selection keeps or drops an embedding's seeds as one block.
+        embedding_options: other :class:`~dpp.EmbeddedDPPClassifier` parameters of the members
+            on an embedding over a ``DPPClassifier`` (e.g. ``{"weight_average": 0.5}``; ``None``:
+            its defaults; :func:`~dpp.estimators.candidates.embedded_settings`).
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
@@ -232,6 +231,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         embedding_grid: str = "auto",
         embedding_seeds: int = 3,
         seeds_together: bool = False,
+        embedding_options: dict | None = None,
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
@@ -249,6 +249,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.embedding_grid = embedding_grid
         self.embedding_seeds = embedding_seeds
         self.seeds_together = seeds_together
+        self.embedding_options = embedding_options
         self.cv = cv
         self.scoring = scoring
         self.max_extensions = max_extensions
@@ -506,9 +507,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             raise TypeError(NOT_TUNED.get(type(base).__name__, NOT_TUNED[None]).format(
                 name=type(base).__name__
             ))  # fmt: skip
-        candidates, own = candidate_groups(
-            base, self.n_prototypes, self.pooling, self.embedding, self.embedding_grid
-        )
+        grid = (self.n_prototypes, self.pooling, self.embedding, self.embedding_grid)
+        candidates, own = candidate_groups(base, *grid, self.embedding_options)
         by_round = self.select_rounds and base.fold_fits == "rounds"
         if by_round and self.scoring != "log_likelihood":
             raise ValueError(

@@ -15,7 +15,8 @@
   ``EmbeddedDPPClassifier()``'s own ``K``, pooling and ``l2``: ``embedding_grid="own"``),
   ``dpp_selection_embedded_own_seeds`` (its embedded member over three seeds, each a member:
   ``embedding_seeds=3``; ``_together``: its seeds kept or dropped together,
-  ``seeds_together=True``; ``_cv5``: both with ``DPPClassifierCV()``'s own 5 inner folds
+  ``seeds_together=True``; ``_avg50``: each seed with a moving average of its parameters,
+  ``embedding_options={"weight_average": 0.5}``; ``_cv5``: both with ``DPPClassifierCV()``'s own 5 inner folds
   instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four members, all kept:
   ``rule="ensemble"``),
   ``dpp_1se``,
@@ -243,6 +244,15 @@ METHODS: dict[str, Callable] = {
         embedding=(None, EMBEDDING),
         embedding_grid="own",
         embedding_seeds=3,
+    ),
+    # the same with a moving average of each embedded seed's parameters over the epochs
+    # (EmbeddedDPPClassifier(weight_average=0.5), chosen for the class alone)
+    "dpp_selection_embedded_own_seeds_avg50": _dpp_cv(
+        rule="ensemble_selection",
+        embedding=(None, EMBEDDING),
+        embedding_grid="own",
+        embedding_seeds=3,
+        embedding_options={"weight_average": 0.5},
     ),
     # the same, its three seeds kept or dropped together by forward selection
     "dpp_selection_embedded_own_seeds_together": _dpp_cv(
