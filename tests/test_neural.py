@@ -560,6 +560,46 @@ def test_a_selection_over_seeds_keeps_a_member_per_seed_and_its_params_rebuild_i
         dpp.DPPClassifierCV(tuned, embedding_seeds=0).fit(X, y)
 
 
+def test_embedding_options_set_the_embedded_members_and_their_refits_name_them():
+    """``embedding_options``: the members on an embedding over a paper's model fit with them
+    (their ``K``, pooling and ``l2`` too with ``embedding_grid="own"``, the grid's otherwise),
+    every seed's copy keeps them, ``refit_params`` names them (so ``best_params_`` rebuilds the
+    refit); the paper's model is untouched; bad names, values and owners are refused."""
+    from dpp.estimators import candidates as c
+
+    base = dpp.DPPClassifier(n_prototypes=4, random_state=7)
+    options = {"weight_average": 0.5, "n_prototypes": 6, "l2": 0.3, "dropout": 0.1}
+    groups, own = c.candidate_groups(base, None, ["mean"], [None, (8,)], "own", options)
+    seeded, scored = c.seeded_embeddings(groups, own, 2, 7)
+    paper, embedded, copy = seeded
+    assert (
+        c.candidate(base, paper).get_params() == clone(base).set_params(pooling="mean").get_params()
+    )
+    assert embedded.n_prototypes == 6 and scored[embedded] == scored[copy] == 0.3
+    for g in (embedded, copy):
+        refit = c.refit_estimator(base, (g, scored[g]), None)
+        assert (refit.weight_average, refit.dropout, refit.n_prototypes, refit.l2) == (
+            0.5, 0.1, 6, 0.3)  # fmt: skip
+        params = c.refit_params((g, scored[g]), None)
+        rebuilt = dpp.EmbeddedDPPClassifier.like(base, **params)
+        assert rebuilt.get_params() == refit.get_params()
+    on_path, _ = c.candidate_groups(base, [2], ["max"], [(8,)], "grid", options)
+    assert on_path == [
+        c.Group(2, "max", (8,), settings=(("dropout", 0.1), ("weight_average", 0.5)))
+    ]
+    default, _ = c.candidate_groups(base, None, ["mean"], [None, (8,)], "own")
+    assert (
+        c.candidate(base, default[1]).weight_average == dpp.EmbeddedDPPClassifier().weight_average
+    )
+    for bad, match in (([1], "must be a dict"), ({"widths": 1}, "'widths' is not"),
+                       ({"random_state": 1}, "'random_state' is not"),
+                       ({"theta_options": {"a": 1}}, "hashable")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            c.candidate_groups(base, None, None, "auto", "own", bad)
+    with pytest.raises(ValueError, match="set them on it"):
+        c.candidate_groups(dpp.EmbeddedDPPClassifier(), None, None, "auto", "own", options)
+
+
 def test_seed_blocks_put_an_embeddings_seeds_in_one_block_or_each_member_alone():
     """:func:`seed_blocks`: forward selection's blocks, in the members' order."""
     from dpp.estimators.candidates import seed_blocks
@@ -572,7 +612,8 @@ def test_seed_blocks_put_an_embeddings_seeds_in_one_block_or_each_member_alone()
 @pytest.mark.extended  # a selection with three embedded seeds: about 20 s
 def test_a_selection_keeps_an_embeddings_seeds_together_when_asked():
     """``seeds_together=True``: the kept members hold all three seeds of the embedding or
-    none, and ``members_`` says so; the selection's parameters are checked."""
+    none, and ``members_`` says so (and each embedded seed's ``embedding_options``); the
+    selection's parameters are checked."""
     rng = np.random.default_rng(1)
     X = [rng.normal(size=(4, 3)) + (i % 2) * 0.7 for i in range(48)]
     y = np.arange(48) % 2
@@ -580,12 +621,17 @@ def test_a_selection_keeps_an_embeddings_seeds_together_when_asked():
     small = {"embedding": (None, (4,)), "embedding_grid": "own", "cv": 2, "l2s": (0.1,)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        cv = dpp.DPPClassifierCV(base, embedding_seeds=3, seeds_together=True, **small)
+        cv = dpp.DPPClassifierCV(
+            base, embedding_seeds=3, seeds_together=True, **small,
+            embedding_options={"weight_average": 0.5},
+        )  # fmt: skip
         cv.fit(X, y)
     kept = {m["name"]: m["kept"] for m in cv.members_}
     seeds = [kept[n] for n in kept if "_embedded" in n]
     assert len(seeds) == 3 and len(set(seeds)) == 1, kept
     assert any(kept.values())
+    averaged = [m["params"].get("weight_average") for m in cv.members_]
+    assert averaged == [None if "_embedded" not in m["name"] else 0.5 for m in cv.members_]
     with pytest.raises(ValueError, match="seeds_together"):
         dpp.DPPClassifierCV(base, seeds_together="yes").fit(X, y)
 
