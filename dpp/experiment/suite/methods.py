@@ -16,10 +16,9 @@
   ``dpp_selection_embedded_own_seeds`` (its embedded member over three seeds, each a member:
   ``embedding_seeds=3``; ``_together``: its seeds kept or dropped together,
   ``seeds_together=True``; ``_avg50``: each seed with a moving average of its parameters,
-  ``embedding_options={"weight_average": 0.5}``; ``_cv5``: both with ``DPPClassifierCV()``'s own 5 inner folds
-  instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four members, all kept:
-  ``rule="ensemble"``),
-  ``dpp_1se``,
+  ``embedding_options={"weight_average": 0.5}``; ``_cv5``: both with ``DPPClassifierCV()``'s
+  own 5 inner folds instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four
+  members, all kept: ``rule="ensemble"``), ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
