@@ -534,46 +534,60 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
 
 
 def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_records_meaning():
-    """Issue 52's decisions: ``DPPClassifierCV()`` over a ``DPPClassifier`` scores the
-    candidates that the suite's ``dpp_selection_embedded_own_seeds`` measured (the three
-    poolings and a member on ``EmbeddedDPPClassifier()``'s own settings over three seeds, kept
-    by forward selection); ``dpp_selection_embedded_own`` stays the one-seed selection and the
-    suite's ``dpp`` the raw-vector ensemble their committed records were fitted with, and the
-    summary asks its question of the default where a run has it."""
+    """Issue 52's decisions: ``DPPClassifierCV()`` over a ``DPPClassifier`` fits the
+    candidates that the suite's ``dpp_selection_embedded_own_seeds_avg50`` measured (the three
+    poolings and a member on ``EmbeddedDPPClassifier()``'s own settings, its moving average
+    included, over three seeds, kept by forward selection); ``dpp_selection_embedded_own_seeds``
+    and ``dpp_selection_embedded_own`` stay the selections without the average (and with one
+    seed), ``dpp_embedded`` the class's defaults before it, and the suite's ``dpp`` the
+    raw-vector ensemble their committed records were fitted with; the summary asks its
+    question of the default where a run has it."""
     from dpp.estimators import RAW_VECTORS
-    from dpp.estimators.candidates import candidate_groups
+    from dpp.estimators.candidates import candidate, candidate_groups
     from dpp.experiment.suite import METHODS
     from dpp.experiment.suite.report import summary_table
 
     def groups(cv):
         return candidate_groups(
-            cv.estimator, cv.n_prototypes, cv.pooling, cv.embedding, cv.embedding_grid
-        )
+            cv.estimator, cv.n_prototypes, cv.pooling, cv.embedding, cv.embedding_grid,
+            cv.embedding_options,
+        )  # fmt: skip
 
-    own = METHODS["dpp_selection_embedded_own_seeds"](4, 0)
+    def fits(cv):  # what each candidate group fits, every parameter
+        return [candidate(cv.estimator, g).get_params() for g in groups(cv)[0]]
+
+    own = METHODS["dpp_selection_embedded_own_seeds_avg50"](4, 0)
     default = DPPClassifierCV(own.estimator, cv=own.cv)
-    assert groups(default) == groups(own) and len(groups(default)[0]) == 4
+    assert fits(default) == fits(own) and len(fits(default)) == 4
+    assert list(groups(default)[1].values()) == list(groups(own)[1].values())
     same = ("l2s", "rule", "combine", "select_rounds", "max_extensions", "scoring",
             "embedding_seeds", "seeds_together")  # fmt: skip
     assert all(getattr(default, k) == getattr(own, k) for k in same)
-    assert default.embedding_seeds == 3
-    assert METHODS["dpp_selection_embedded_own"](4, 0).embedding_seeds == 1  # as recorded
+    assert default.embedding_seeds == 3 and fits(default)[3]["weight_average"] == 0.5
+    before = METHODS["dpp_selection_embedded_own_seeds"](4, 0)  # as recorded
+    assert fits(before)[:3] == fits(default)[:3] and fits(before)[3]["weight_average"] == 0.0
+    assert METHODS["dpp_selection_embedded_own"](4, 0).embedding_seeds == 1
+    assert METHODS["dpp_embedded"](4, 0).weight_average == 0.0
+    assert (
+        METHODS["dpp_embedded_avg50"](4, 0).get_params()
+        == dpp.EmbeddedDPPClassifier(n_prototypes=16, random_state=0).get_params()
+    )  # the class's defaults now
     raw = METHODS["dpp"](4, 0)
     assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
-    assert groups(raw) == (groups(default)[0][:3], {})  # the paper's model alone
+    assert groups(raw)[0] == groups(default)[0][:3]  # the paper's model alone
     import json
     from pathlib import Path
 
     run = Path(__file__).parents[1] / "benchmarks" / "embedded_own_broad" / "suite.json"
     template = json.loads(run.read_text())["records"][0]  # a committed record's fields
+    newest = "dpp_selection_embedded_own_seeds_avg50"
     records = [
         {**template, "task": "t", "method": m, "accuracy": a}
-        for m, a in (("dpp", 0.7), ("dpp_selection_embedded_own_seeds", 0.9), ("pooling", 0.8))
+        for m, a in (("dpp", 0.7), (newest, 0.9), ("pooling", 0.8))
     ]
     table = summary_table(records)
-    assert "Is DPP (`dpp_selection_embedded_own_seeds`: `DPPClassifierCV()`'s defaults)" in table
+    assert f"Is DPP (`{newest}`: `DPPClassifierCV()`'s defaults)" in table
     assert "- t: DPP 90.0 % against pooling 80.0 % (+10.0 points): yes" in table
-    newest = "dpp_selection_embedded_own_seeds"
     older = summary_table([r for r in records if r["method"] != newest])
     assert "- t: DPP 70.0 % against pooling 80.0 % (-10.0 points): NO" in older
     alone = summary_table([r for r in records if r["method"] != "pooling"])  # no baseline ran

@@ -74,6 +74,11 @@ EMBEDDING, EMBEDDED_K = WIDTHS, 16
 #: defaults until issue 52's decision): each ``dpp_*`` method overrides only what it names, so
 #: a method's name keeps its meaning (and its fingerprint, :func:`method_parameters`).
 RECORDED = {**RAW_VECTORS, "embedding_grid": "grid", "embedding_seeds": 1}
+#: The embedded DPP's parameters as the committed records were fitted with
+#: (``EmbeddedDPPClassifier``'s defaults until issue 52's moving average): every embedded method
+#: and every selection's embedded member overrides only what it names.
+RECORDED_EMBEDDED = {"weight_average": 0.0}
+RECORDED["embedding_options"] = RECORDED_EMBEDDED
 
 
 def _dpp_cv(pooling=None, base_options=None, **options):
@@ -153,13 +158,16 @@ _NETWORK_DECAY = 5e-3
 
 
 def _embedded(pooling: str | None = None, **params):
-    """The embedded DPP with the suite's K and embedding, its defaults but for ``params``."""
+    """The embedded DPP with the suite's K and embedding, as recorded but for ``params``.
+
+    As recorded: :data:`RECORDED_EMBEDDED`, the class's defaults when the records were fitted.
+    """
 
     def make(k: int, seed: int):
         del k  # the embedding space has its own K
-        chosen = {} if pooling is None else {"pooling": pooling}
+        chosen = {**RECORDED_EMBEDDED, **({} if pooling is None else {"pooling": pooling})}
         return ESTIMATORS["embedded_dpp"](
-            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, random_state=seed, **chosen, **params
+            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, random_state=seed, **{**chosen, **params}
         )
 
     return make
