@@ -5,8 +5,9 @@
   coordinate-ascent rounds by inner CV, the grid extended past an edge; the three winners'
   log-probabilities averaged), the reference of the committed records; every ``dpp_*``
   selection keeps the parameters it was recorded with (:data:`RECORDED`) but those it names,
-  so ``dpp_selection_embedded_own_seeds`` is ``DPPClassifierCV()``'s default now
-  (``dpp_selection_embedded_own`` the default before); ``dpp_proba`` and
+  so ``dpp_selection_embedded_own_seeds_avg50`` is ``DPPClassifierCV()``'s default now
+  (``dpp_selection_embedded_own_seeds`` before the moving average of its embedded member,
+  ``dpp_selection_embedded_own`` before its three seeds); ``dpp_proba`` and
   ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one
   best candidate refitted: the default before the broad benchmark), ``dpp_selection`` (the
   members kept by forward selection, ``rule="ensemble_selection"``) and
@@ -35,9 +36,10 @@
   held-out log-likelihood of its own early stopping kept (:class:`HeldOutChoice`: the same
   fits as ``dpp_embedded``, the class's defaults since); ``dpp_embedded_seeds`` the class's
   defaults over three seeds, their log-probabilities averaged (a deep ensemble);
-  ``dpp_embedded_avg50`` and ``dpp_embedded_avg80`` the class's defaults with a moving average
-  of the parameters over the epochs (``weight_average`` 0.5 and 0.8), and
-  ``dpp_embedded_seeds_avg50`` three seeds of the first;
+  ``dpp_embedded_avg50`` and ``dpp_embedded_avg80`` the class's defaults then with a moving
+  average of the parameters over the epochs (``weight_average`` 0.5 and 0.8; the first is the
+  class's defaults since, the others keep ``weight_average=0``: :data:`RECORDED_EMBEDDED`),
+  and ``dpp_embedded_seeds_avg50`` three seeds of the first;
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -296,6 +298,7 @@ METHODS: dict[str, Callable] = {
     # the remedies measured for the embedded DPP: dropout 0.5 after the embedding (the
     # networks' own), with each pooling, NetVLAD's normalisation before eq. (3), and a weight
     # decay on the embedding 10 and 40 times the networks'; dpp_embedded: the class's defaults
+    # before the moving average (RECORDED_EMBEDDED)
     "dpp_embedded": _embedded(),
     **{
         f"dpp_embedded_{name}": _embedded(pooling, **params, weight_decay=_NETWORK_DECAY)
@@ -313,8 +316,9 @@ METHODS: dict[str, Callable] = {
     "dpp_embedded_seeds": lambda k, seed: SetEnsembleClassifier(
         seed_members(_embedded()(k, seed), range(seed, seed + 3))
     ),
-    # the class's defaults with a moving average of the parameters over the epochs (its
+    # the class's defaults then with a moving average of the parameters over the epochs (its
     # decay per epoch), scored and kept in place of the last epoch's: one fit, no ensemble
+    # (dpp_embedded_avg50: the class's defaults since)
     "dpp_embedded_avg50": _embedded(weight_average=0.5),
     "dpp_embedded_avg80": _embedded(weight_average=0.8),
     # both: three seeds of the averaged fit
