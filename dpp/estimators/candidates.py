@@ -169,6 +169,10 @@ SET_BY_SEARCH = ("embedding", "random_state", "validation_fraction")
 def embedded_settings(base, options) -> dict:
     """:class:`DPPClassifierCV`'s ``embedding_options`` checked: ``{}`` for ``None``.
 
+    ``n_prototypes``, ``pooling`` and ``l2`` among them are the member's own with
+    ``embedding_grid="own"``; on the grid, the grid's values are fitted instead
+    (:func:`candidate_groups`).
+
     Raises:
         ValueError: not a dict; a name that is not an :class:`~dpp.EmbeddedDPPClassifier`
             parameter or is one of :data:`SET_BY_SEARCH`; a value that cannot be hashed (a
