@@ -207,9 +207,12 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     from dpp.experiment.suite import HeldOutChoice
 
     X, y = problem
+    # patience 6: the averaged fits (the default weight_average) first fall below the start
+    # here, and at patience 3 both decays would stop there, tied at the start's score
+    small = {**SMALL, "patience": 6}
     assert dpp.EmbeddedDPPClassifier().weight_decay == EMBEDDED_DECAYS == (5e-3, 0.2)
-    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).fit(X, y)
-    alone = [dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **SMALL).fit(X, y)
+    est = dpp.EmbeddedDPPClassifier(n_prototypes=3, **small).fit(X, y)
+    alone = [dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **small).fit(X, y)
              for d in EMBEDDED_DECAYS]  # fmt: skip
     scores = [max(a.fit_report_.early_stopping.validation_history) for a in alone]
     facts = est.fit_report_.prototypes
@@ -221,20 +224,20 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     sets = dpp.sets.RaggedSets.from_list(X, np.eye(2)[y], dtype=np.float64)
     wrapper = HeldOutChoice(
         [
-            dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **SMALL)
+            dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **small)
             for d in EMBEDDED_DECAYS
         ]
     ).fit(sets)
     assert wrapper.chosen_ == int(np.argmax(scores))
-    batched = fit_together([dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL)], [sets])[0]
+    batched = fit_together([dpp.EmbeddedDPPClassifier(n_prototypes=3, **small)], [sets])[0]
     assert batched.fit_report_.prototypes.weight_decay == facts.weight_decay
     np.testing.assert_array_equal(batched.predict_log_proba(X), est.predict_log_proba(X))
     back = dpp.load(est.save(tmp_path / "m.npz"))
     assert back.fit_report_.prototypes.weight_decay_held_out == facts.weight_decay_held_out
     with pytest.raises(ValueError, match="2 candidates"):
-        dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).training_member(X, y)
+        dpp.EmbeddedDPPClassifier(n_prototypes=3, **small).training_member(X, y)
     # nothing held out (20 sets): nothing tells the decays apart; the first alone is trained
-    few = dpp.EmbeddedDPPClassifier(n_prototypes=3, **SMALL).fit(X[:20], y[:20])
+    few = dpp.EmbeddedDPPClassifier(n_prototypes=3, **small).fit(X[:20], y[:20])
     assert few.fit_report_.early_stopping.skipped is not None
     assert few.fit_report_.prototypes.weight_decay == EMBEDDED_DECAYS[0]
     assert few.fit_report_.prototypes.weight_decay_held_out is None

@@ -5,7 +5,9 @@
 :class:`~dpp.DeepSetsClassifier`) from the same split, start and keys as its ``fit``, one epoch
 at a time, and records :func:`dpp.networks.diagnostics.network_state` after each: training and
 held-out log-likelihood, gradient norms per parameter and, for the embedded DPP, ``beta``, the
-embedding's scale, the distances to the prototypes and the share of one-hot codes.
+embedding's scale, the distances to the prototypes and the share of one-hot codes. With a
+moving average of the parameters (``weight_average``, the embedded DPP's default), the state
+recorded is the averaged network's, the one the fit scores and keeps.
 ``python scripts/embedded_diagnosis.py`` prints and plots it.
 """
 

@@ -27,6 +27,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from dpp.encoding import LOG_BETA_MAX
 from dpp.networks import layers, readout, training
@@ -45,7 +46,9 @@ class EpochStepper:
         settings: Adam's settings (:class:`~dpp.networks.training.TrainSettings`).
 
     Attributes:
-        model: the network after the epochs run so far.
+        model: the network after the epochs run so far: with ``settings.weight_average``, the
+            debiased moving average of their parameters, as :func:`~dpp.networks.training.train`
+            scores and keeps it (``trained``: the last epoch's own).
         epochs: the epochs run so far.
     """
 
@@ -55,6 +58,9 @@ class EpochStepper:
         self._optimizer = settings.optimizer(eqx.filter(model.decay_mask(), trained))
         self._state = self._optimizer.init(self._params)
         self._key, self._buckets, self._settings = key, buckets, settings
+        self._average = optax.ema(settings.weight_average) if settings.weight_average else None
+        self._moment = None if self._average is None else self._average.init(self._params)
+        self._kept = self._params
         self.epochs = 0
         static, optimizer = self._static, self._optimizer
 
@@ -66,14 +72,22 @@ class EpochStepper:
 
     @property
     def model(self) -> eqx.Module:
-        """The network after :attr:`epochs` epochs."""
+        """The network after :attr:`epochs` epochs (averaged where the settings ask)."""
+        return eqx.combine(self._kept, self._static)
+
+    @property
+    def trained(self) -> eqx.Module:
+        """The last epoch's own network (:attr:`model` without a moving average)."""
         return eqx.combine(self._params, self._static)
 
     def step(self) -> eqx.Module:
-        """Runs one epoch; returns the network after it."""
+        """Runs one epoch; returns the network after it (:attr:`model`)."""
         self._params, self._state, self._key = self._step(
             self._params, self._state, self._key, self._buckets
         )
+        self._kept = self._params
+        if self._average is not None:  # training.train's averaged(): the same optax update
+            self._kept, self._moment = self._average.update(self._params, self._moment)
         self.epochs += 1
         return self.model
 
