@@ -380,7 +380,9 @@ def position_among(values: list[float], chosen: float) -> str:
     return "interior"
 
 
-def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def holdout_split(
+    labels: np.ndarray, fraction: float | int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Sorted ``(fit, held_out)`` indices: ``ceil(fraction * N)`` sets held out of ``N``.
 
     Stratified by the label's argmax when every present class has two sets and there are at
@@ -389,7 +391,8 @@ def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.nd
 
     Args:
         labels: ``[N, C]`` (soft) labels.
-        fraction: share held out, in ``(0, 1)``.
+        fraction: share held out, in ``(0, 1)``; an ``int``: that many sets (in ``[1, N)``),
+            as scikit-learn's ``test_size``.
         seed: random state.
 
     Returns:
@@ -397,7 +400,8 @@ def holdout_split(labels: np.ndarray, fraction: float, seed: int) -> tuple[np.nd
     """
     strata = np.argmax(np.asarray(labels), axis=1)
     counts = np.bincount(strata)
-    held_out = int(np.ceil(fraction * len(strata)))
+    count = isinstance(fraction, int | np.integer)
+    held_out = int(fraction) if count else int(np.ceil(fraction * len(strata)))
     stratify = strata if counts[counts > 0].min() >= 2 and held_out >= np.sum(counts > 0) else None
     fit, rest = train_test_split(
         np.arange(len(strata)), test_size=fraction, random_state=seed, stratify=stratify
@@ -423,12 +427,19 @@ class HoldOut(NamedTuple):
     skipped: str | None
 
 
-def hold_out(labels: np.ndarray, fraction: float, seed: int, otherwise: str) -> HoldOut:
+def hold_out(
+    labels: np.ndarray, fraction: float, seed: int, otherwise: str, widen: bool = False
+) -> HoldOut:
     """Early stopping's held-out share of the training sets: the one rule of every fit.
 
     The prototype fits (rounds of coordinate ascent), DPP on an embedding and the networks
     (Adam epochs) all hold out ``ceil(fraction * N)`` sets by :func:`holdout_split`, and skip
-    early stopping when that is fewer than :data:`MIN_VALIDATION_SETS`.
+    early stopping when that is fewer than :data:`MIN_VALIDATION_SETS`. With ``widen`` (the
+    Adam-trained fits, which would otherwise train ``max_epochs`` epochs unmonitored and
+    memorise small data) a share that small is widened to :data:`MIN_VALIDATION_SETS` sets
+    where at least as many are left to fit (``N >= 2 * MIN_VALIDATION_SETS``); the refit after
+    early stopping trains on all ``N`` sets. (The prototype fits instead hold every set out
+    once, :func:`round_folds`.)
 
     Args:
         labels: ``[N, C]`` (soft) labels of the training sets.
@@ -436,13 +447,18 @@ def hold_out(labels: np.ndarray, fraction: float, seed: int, otherwise: str) -> 
         seed: random state of the split.
         otherwise: what the fit does instead when early stopping is skipped (ends the
             ``skipped`` sentence, e.g. ``"stopping by tol"``).
+        widen: hold out :data:`MIN_VALIDATION_SETS` sets where the share holds fewer and
+            ``N`` allows.
 
     Returns:
         A :class:`HoldOut`.
     """
     if fraction <= 0:
         return HoldOut(None, None, None)
-    held = int(np.ceil(fraction * np.asarray(labels).shape[0]))
+    num_sets = np.asarray(labels).shape[0]
+    held = int(np.ceil(fraction * num_sets))
+    if held < MIN_VALIDATION_SETS and widen and num_sets >= 2 * MIN_VALIDATION_SETS:
+        return HoldOut(*holdout_split(labels, MIN_VALIDATION_SETS, seed), None)
     if held < MIN_VALIDATION_SETS:
         return HoldOut(
             None,

@@ -236,8 +236,8 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     assert back.fit_report_.prototypes.weight_decay_held_out == facts.weight_decay_held_out
     with pytest.raises(ValueError, match="2 candidates"):
         dpp.EmbeddedDPPClassifier(n_prototypes=3, **small).training_member(X, y)
-    # nothing held out (20 sets): nothing tells the decays apart; the first alone is trained
-    few = dpp.EmbeddedDPPClassifier(n_prototypes=3, **small).fit(X[:20], y[:20])
+    # nothing held out (19 sets): nothing tells the decays apart; the first alone is trained
+    few = dpp.EmbeddedDPPClassifier(n_prototypes=3, **small).fit(X[:19], y[:19])
     assert few.fit_report_.early_stopping.skipped is not None
     assert few.fit_report_.prototypes.weight_decay == EMBEDDED_DECAYS[0]
     assert few.fit_report_.prototypes.weight_decay_held_out is None

@@ -77,8 +77,9 @@ class Member(NamedTuple):
             own k-means where the start depends on the sets).
         sets: preprocessed, labelled training sets.
         settings: Adam and early stopping.
-        fraction: share of the sets held out (stratified); early stopping is skipped, and the
-            network trained for ``max_epochs``, when fewer than 10 sets would be held out.
+        fraction: share of the sets held out (stratified); where that is fewer than 10 sets, 10
+            are held out if 20 or more sets are given, and with fewer early stopping is skipped
+            and the network trained for ``max_epochs`` (:func:`dpp.selection.hold_out`).
         seed: seed of the split, the start, the order of the sets and dropout.
         method: the method's name, for the report.
         verbose: a progress line after the monitored fit and after the refit
@@ -138,7 +139,7 @@ def plan_member(member: Member) -> MemberPlan:
     classes = sets.num_classes
     split = hold_out(
         np.asarray(sets.labels), fraction, seed,
-        f"trained for max_epochs = {settings.max_epochs} epochs",
+        f"trained for max_epochs = {settings.max_epochs} epochs", widen=True,
     )  # fmt: skip
     skipped, monitored = split.skipped, split.fit is not None
     if monitored:
