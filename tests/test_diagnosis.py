@@ -170,7 +170,7 @@ def test_the_trace_refuses_what_it_cannot_trace(problem):
     with pytest.raises(ValueError, match="not trained by Adam"):
         trace_training(dpp.DPPClassifier(n_prototypes=2), X, y)
     with pytest.raises(ValueError, match="no held-out sets"):
-        trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **ONE), X[:20], y[:20])
+        trace_training(dpp.EmbeddedDPPClassifier(n_prototypes=2, **ONE), X[:19], y[:19])
 
 
 @pytest.mark.extended  # fits: the default tier keeps to about 5 minutes

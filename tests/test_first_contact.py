@@ -116,6 +116,30 @@ def test_small_data_folds_hold_every_set_out_once_where_a_share_would_be_too_few
     assert round_folds(labels, 0.0, seed=0) is None  # early stopping off
 
 
+def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
+    """The Adam-trained fits' hold-out (``widen``): a share under 10 sets becomes exactly 10,
+    stratified, where at least 10 are left to fit (20-45 sets at 0.2); under 20 sets it is
+    skipped as before, and the shares of 10 or more, and the prototype fits' rule, are as
+    without it."""
+    from dpp.selection import MIN_VALIDATION_SETS, hold_out, holdout_split
+
+    for n in (20, 33, 45):
+        labels = np.eye(2)[np.arange(n) % 2]
+        split = hold_out(labels, 0.2, 0, "trained for max_epochs", widen=True)
+        assert split.skipped is None and split.validation.size == MIN_VALIDATION_SETS
+        assert np.union1d(split.fit, split.validation).tolist() == list(range(n))
+        assert np.bincount(labels[split.validation].argmax(1)).tolist() == [5, 5]
+        plain = hold_out(labels, 0.2, 0, "stopping by tol")
+        assert plain.fit is None and "(< 10)" in plain.skipped
+    few = hold_out(np.eye(2)[np.arange(19) % 2], 0.2, 0, "trained for max_epochs", widen=True)
+    assert few.fit is None and few.skipped.startswith("early stopping skipped: 4 validation")
+    labels = np.eye(2)[np.arange(60) % 2]
+    for widen in (False, True):  # 12 held out: the share, as ever
+        split = hold_out(labels, 0.2, 3, "", widen=widen)
+        np.testing.assert_array_equal(split.validation, holdout_split(labels, 0.2, 3)[1])
+    assert hold_out(labels, 0.0, 0, "", widen=True).fit is None  # early stopping off
+
+
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")
 def test_a_small_fit_chooses_its_rounds_on_the_folds_in_one_program():
     """30 training sets: the folds' pooled validation curve chooses the rounds (its first best),
