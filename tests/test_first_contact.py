@@ -138,6 +138,17 @@ def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
         split = hold_out(labels, 0.2, 3, "", widen=widen)
         np.testing.assert_array_equal(split.validation, holdout_split(labels, 0.2, 3)[1])
     assert hold_out(labels, 0.0, 0, "", widen=True).fit is None  # early stopping off
+    # the embedded DPP widens by default (its benchmark), the networks do not (theirs)
+    rng = np.random.default_rng(0)
+    X = [rng.normal(size=(3, 2)) + (i % 2) for i in range(30)]
+    y = np.arange(30) % 2
+    small = {"n_prototypes": 2, "embedding": (4,), "max_epochs": 2, "weight_decay": 5e-3}
+    est = dpp.EmbeddedDPPClassifier(**small).fit(X, y)
+    early = est.fit_report_.early_stopping
+    assert early.skipped is None and early.validation_sets == MIN_VALIDATION_SETS
+    assert dpp.EmbeddedDPPClassifier.ADDED_PARAMS["widen_validation"] is False  # older files
+    assert dpp.AttentionMILClassifier().widen_validation is False
+    assert dpp.DeepSetsClassifier().widen_validation is False
 
 
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")

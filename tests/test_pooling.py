@@ -535,11 +535,13 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
 
 def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_records_meaning():
     """Issue 52's decisions: ``DPPClassifierCV()`` over a ``DPPClassifier`` fits the
-    candidates that the suite's ``dpp_selection_embedded_own_seeds_avg50`` measured (the three
-    poolings and a member on ``EmbeddedDPPClassifier()``'s own settings, its moving average
-    included, over three seeds, kept by forward selection); ``dpp_selection_embedded_own_seeds``
-    and ``dpp_selection_embedded_own`` stay the selections without the average (and with one
-    seed), ``dpp_embedded`` the class's defaults before it, and the suite's ``dpp`` the
+    candidates that the suite's ``dpp_selection_embedded_own_seeds_avg50_widened`` measured (the
+    three poolings and a member on ``EmbeddedDPPClassifier()``'s own settings, its moving
+    average and widened hold-out included, over three seeds, kept by forward selection);
+    ``_avg50`` stays the selection before the widened hold-out,
+    ``dpp_selection_embedded_own_seeds`` and ``dpp_selection_embedded_own`` those without the
+    average (and with one seed), ``dpp_embedded`` and ``dpp_embedded_avg50`` the class's
+    defaults before them, and the suite's ``dpp`` the
     raw-vector ensemble their committed records were fitted with; the summary asks its
     question of the default where a run has it."""
     from dpp.estimators import RAW_VECTORS
@@ -556,7 +558,7 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     def fits(cv):  # what each candidate group fits, every parameter
         return [candidate(cv.estimator, g).get_params() for g in groups(cv)[0]]
 
-    own = METHODS["dpp_selection_embedded_own_seeds_avg50"](4, 0)
+    own = METHODS["dpp_selection_embedded_own_seeds_avg50_widened"](4, 0)
     default = DPPClassifierCV(own.estimator, cv=own.cv)
     assert fits(default) == fits(own) and len(fits(default)) == 4
     assert list(groups(default)[1].values()) == list(groups(own)[1].values())
@@ -564,14 +566,20 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
             "embedding_seeds", "seeds_together")  # fmt: skip
     assert all(getattr(default, k) == getattr(own, k) for k in same)
     assert default.embedding_seeds == 3 and fits(default)[3]["weight_average"] == 0.5
+    assert fits(default)[3]["widen_validation"] is True
+    unwidened = METHODS["dpp_selection_embedded_own_seeds_avg50"](4, 0)  # as recorded
+    assert fits(unwidened)[:3] == fits(default)[:3]
+    assert fits(unwidened)[3] == {**fits(default)[3], "widen_validation": False}
     before = METHODS["dpp_selection_embedded_own_seeds"](4, 0)  # as recorded
     assert fits(before)[:3] == fits(default)[:3] and fits(before)[3]["weight_average"] == 0.0
     assert METHODS["dpp_selection_embedded_own"](4, 0).embedding_seeds == 1
     assert METHODS["dpp_embedded"](4, 0).weight_average == 0.0
+    assert METHODS["dpp_embedded_avg50"](4, 0).widen_validation is False
     assert (
-        METHODS["dpp_embedded_avg50"](4, 0).get_params()
+        METHODS["dpp_embedded_widened"](4, 0).get_params()
         == dpp.EmbeddedDPPClassifier(n_prototypes=16, random_state=0).get_params()
     )  # the class's defaults now
+    assert METHODS["attention_mil"](4, 0).widen_validation is False  # the network's default
     raw = METHODS["dpp"](4, 0)
     assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
     assert groups(raw)[0] == groups(default)[0][:3]  # the paper's model alone
@@ -580,7 +588,7 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
 
     run = Path(__file__).parents[1] / "benchmarks" / "embedded_own_broad" / "suite.json"
     template = json.loads(run.read_text())["records"][0]  # a committed record's fields
-    newest = "dpp_selection_embedded_own_seeds_avg50"
+    newest = "dpp_selection_embedded_own_seeds_avg50_widened"
     records = [
         {**template, "task": "t", "method": m, "accuracy": a}
         for m, a in (("dpp", 0.7), (newest, 0.9), ("pooling", 0.8))

@@ -77,9 +77,9 @@ class Member(NamedTuple):
             own k-means where the start depends on the sets).
         sets: preprocessed, labelled training sets.
         settings: Adam and early stopping.
-        fraction: share of the sets held out (stratified); where that is fewer than 10 sets, 10
-            are held out if 20 or more sets are given, and with fewer early stopping is skipped
-            and the network trained for ``max_epochs`` (:func:`dpp.selection.hold_out`).
+        fraction: share of the sets held out (stratified); early stopping is skipped, and the
+            network trained for ``max_epochs``, when fewer than 10 sets would be held out
+            (unless ``widen``).
         seed: seed of the split, the start, the order of the sets and dropout.
         method: the method's name, for the report.
         verbose: a progress line after the monitored fit and after the refit
@@ -87,6 +87,9 @@ class Member(NamedTuple):
         fitted_start: whether ``make`` gives a fitted model (DPP on an embedding: k-means
             prototypes and a Theta-step) rather than a random network; its status then calls
             a best epoch of 0 an early stop (:func:`~dpp.model.epoch_status`).
+        widen: where ``fraction`` holds out fewer than 10 sets, hold out 10 if 20 or more are
+            given, rather than train ``max_epochs`` unmonitored (:func:`dpp.selection.hold_out`;
+            the estimators' ``widen_validation``).
     """
 
     make: Callable
@@ -97,6 +100,7 @@ class Member(NamedTuple):
     method: str
     verbose: bool = False
     fitted_start: bool = False
+    widen: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,7 +143,7 @@ def plan_member(member: Member) -> MemberPlan:
     classes = sets.num_classes
     split = hold_out(
         np.asarray(sets.labels), fraction, seed,
-        f"trained for max_epochs = {settings.max_epochs} epochs", widen=True,
+        f"trained for max_epochs = {settings.max_epochs} epochs", widen=member.widen,
     )  # fmt: skip
     skipped, monitored = split.skipped, split.fit is not None
     if monitored:
@@ -212,12 +216,13 @@ def train_with_early_stopping(
     method: str,
     verbose: bool = False,
     fitted_start: bool = False,
+    widen: bool = False,
 ) -> tuple[eqx.Module, FitReport, np.ndarray]:
     """Trains a network with early stopping on held-out sets, then refits it on all the sets.
 
     The arguments are the fields of a :class:`Member` (``make``, ``sets``, ``settings``,
-    ``fraction``, ``seed``, ``method``, ``verbose``, ``fitted_start``), documented there: the
-    fit :func:`fit_together` runs batched with others.
+    ``fraction``, ``seed``, ``method``, ``verbose``, ``fitted_start``, ``widen``), documented
+    there: the fit :func:`fit_together` runs batched with others.
 
     Returns:
         ``(network, report, history)``: the refitted network, the fit's
@@ -225,7 +230,8 @@ def train_with_early_stopping(
         ``early_stopping`` ...), and the held-out log-likelihood per epoch.
     """
     t0 = time.perf_counter()
-    plan = plan_member(Member(make, sets, settings, fraction, seed, method, verbose, fitted_start))
+    member = Member(make, sets, settings, fraction, seed, method, verbose, fitted_start, widen)
+    plan = plan_member(member)
     first = None
     if plan.monitored:
         first = training.train(
@@ -479,8 +485,9 @@ class AdamTrained:
 
     :class:`NeuralSetClassifier` and :class:`~dpp.estimators.embedded.EmbeddedDPPClassifier`:
     ``embedding`` widths, ``dropout``, Adam's ``learning_rate`` and ``weight_decay``,
-    ``batch_size``, ``max_epochs``, ``patience`` (epochs), ``validation_fraction`` and
-    ``verbose``, and a model file holding the network's arrays (``net_000`` ...).
+    ``batch_size``, ``max_epochs``, ``patience`` (epochs), ``validation_fraction``,
+    ``widen_validation`` and ``verbose``, and a model file holding the network's arrays
+    (``net_000`` ...).
     """
 
     #: The rules of the training parameters; classes extend them.
@@ -493,6 +500,7 @@ class AdamTrained:
         "max_epochs": check.Int(1),
         "patience": check.Int(1),
         "validation_fraction": check.Real(low=0, high=1, high_open=True),
+        "widen_validation": check.Bool(),
         "verbose": check.Bool(),
     }
 

@@ -5,8 +5,9 @@
   coordinate-ascent rounds by inner CV, the grid extended past an edge; the three winners'
   log-probabilities averaged), the reference of the committed records; every ``dpp_*``
   selection keeps the parameters it was recorded with (:data:`RECORDED`) but those it names,
-  so ``dpp_selection_embedded_own_seeds_avg50`` is ``DPPClassifierCV()``'s default now
-  (``dpp_selection_embedded_own_seeds`` before the moving average of its embedded member,
+  so ``dpp_selection_embedded_own_seeds_avg50_widened`` is ``DPPClassifierCV()``'s default now
+  (``_avg50`` before the widened hold-out of its embedded member on small data,
+  ``dpp_selection_embedded_own_seeds`` before the moving average of its embedded member,
   ``dpp_selection_embedded_own`` before its three seeds); ``dpp_proba`` and
   ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one
   best candidate refitted: the default before the broad benchmark), ``dpp_selection`` (the
@@ -17,7 +18,9 @@
   ``dpp_selection_embedded_own_seeds`` (its embedded member over three seeds, each a member:
   ``embedding_seeds=3``; ``_together``: its seeds kept or dropped together,
   ``seeds_together=True``; ``_avg50``: each seed with a moving average of its parameters,
-  ``embedding_options={"weight_average": 0.5}``; ``_cv5``: both with ``DPPClassifierCV()``'s
+  ``embedding_options={"weight_average": 0.5}``; ``_avg50_widened``: that, each embedded fit on
+  20-45 sets holding out 10 for early stopping, ``"widen_validation": True``, the default
+  now; ``_cv5``: both with ``DPPClassifierCV()``'s
   own 5 inner folds instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four
   members, all kept: ``rule="ensemble"``), ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
@@ -39,13 +42,15 @@
   ``dpp_embedded_avg50`` and ``dpp_embedded_avg80`` the class's defaults then with a moving
   average of the parameters over the epochs (``weight_average`` 0.5 and 0.8; the first is the
   class's defaults since, the others keep ``weight_average=0``: :data:`RECORDED_EMBEDDED`),
-  and ``dpp_embedded_seeds_avg50`` three seeds of the first;
+  and ``dpp_embedded_seeds_avg50`` three seeds of the first; ``dpp_embedded_widened`` the
+  class's defaults since: ``dpp_embedded_avg50`` with ``widen_validation=True``;
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
   :mod:`dpp.estimators.neural` (Ilse et al. 2018; MI-Net, Wang et al. 2018), with the papers'
   defaults; ``attention_mil_seeds`` attention MIL over three seeds, log-probabilities
-  averaged (a deep ensemble, as ``dpp_embedded_seeds``).
+  averaged (a deep ensemble, as ``dpp_embedded_seeds``); ``attention_mil_widened`` with
+  ``widen_validation=True`` (measured, not its default).
 """
 
 from __future__ import annotations
@@ -77,9 +82,9 @@ EMBEDDING, EMBEDDED_K = WIDTHS, 16
 #: a method's name keeps its meaning (and its fingerprint, :func:`method_parameters`).
 RECORDED = {**RAW_VECTORS, "embedding_grid": "grid", "embedding_seeds": 1}
 #: The embedded DPP's parameters as the committed records were fitted with
-#: (``EmbeddedDPPClassifier``'s defaults until issue 52's moving average): every embedded method
-#: and every selection's embedded member overrides only what it names.
-RECORDED_EMBEDDED = {"weight_average": 0.0}
+#: (``EmbeddedDPPClassifier``'s defaults until issue 52's moving average and widened hold-out):
+#: every embedded method and every selection's embedded member overrides only what it names.
+RECORDED_EMBEDDED = {"weight_average": 0.0, "widen_validation": False}
 RECORDED["embedding_options"] = RECORDED_EMBEDDED
 
 
@@ -261,7 +266,16 @@ METHODS: dict[str, Callable] = {
         embedding=(None, EMBEDDING),
         embedding_grid="own",
         embedding_seeds=3,
-        embedding_options={"weight_average": 0.5},
+        embedding_options={"weight_average": 0.5, "widen_validation": False},
+    ),
+    # the same, each embedded fit on 20-45 sets holding out 10 for early stopping rather than
+    # training unmonitored (EmbeddedDPPClassifier(widen_validation=True), chosen for the class)
+    "dpp_selection_embedded_own_seeds_avg50_widened": _dpp_cv(
+        rule="ensemble_selection",
+        embedding=(None, EMBEDDING),
+        embedding_grid="own",
+        embedding_seeds=3,
+        embedding_options={"weight_average": 0.5, "widen_validation": True},
     ),
     # the same, its three seeds kept or dropped together by forward selection
     "dpp_selection_embedded_own_seeds_together": _dpp_cv(
@@ -320,6 +334,9 @@ METHODS: dict[str, Callable] = {
     # decay per epoch), scored and kept in place of the last epoch's: one fit, no ensemble
     # (dpp_embedded_avg50: the class's defaults since)
     "dpp_embedded_avg50": _embedded(weight_average=0.5),
+    # the class's defaults since: that, and early stopping on 20-45 sets holding out 10 sets
+    # rather than none (widen_validation); attention MIL the same way
+    "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_embedded_avg80": _embedded(weight_average=0.8),
     # both: three seeds of the averaged fit
     "dpp_embedded_seeds_avg50": lambda k, seed: SetEnsembleClassifier(
@@ -342,6 +359,9 @@ METHODS: dict[str, Callable] = {
     "bag_of_words": lambda k, seed: ESTIMATORS["bag_of_words"](n_prototypes=k, random_state=seed),
     "attention_mil": lambda k, seed: ESTIMATORS["attention_mil"](random_state=seed),
     "gated_mil": lambda k, seed: ESTIMATORS["attention_mil"](gated=True, random_state=seed),
+    "attention_mil_widened": lambda k, seed: ESTIMATORS["attention_mil"](
+        random_state=seed, widen_validation=True
+    ),
     # attention MIL over three seeds, log-probabilities averaged: the deep ensemble the
     # embedded DPP's (dpp_embedded_seeds) is measured against
     "attention_mil_seeds": lambda k, seed: SetEnsembleClassifier(
