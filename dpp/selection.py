@@ -427,6 +427,18 @@ class HoldOut(NamedTuple):
     skipped: str | None
 
 
+def early_stopping_runs(num_sets: int, fraction: float, widen: bool = False) -> bool:
+    """Whether :func:`hold_out` holds sets out of ``num_sets`` (rather than skipping).
+
+    ``ceil(fraction * num_sets) >= MIN_VALIDATION_SETS``, or with ``widen``
+    ``num_sets >= 2 * MIN_VALIDATION_SETS``; never for ``fraction <= 0``.
+    """
+    if fraction <= 0:
+        return False
+    held = int(np.ceil(fraction * num_sets))
+    return held >= MIN_VALIDATION_SETS or (widen and num_sets >= 2 * MIN_VALIDATION_SETS)
+
+
 def hold_out(
     labels: np.ndarray, fraction: float, seed: int, otherwise: str, widen: bool = False
 ) -> HoldOut:
@@ -457,7 +469,7 @@ def hold_out(
         return HoldOut(None, None, None)
     num_sets = np.asarray(labels).shape[0]
     held = int(np.ceil(fraction * num_sets))
-    if held < MIN_VALIDATION_SETS and widen and num_sets >= 2 * MIN_VALIDATION_SETS:
+    if held < MIN_VALIDATION_SETS and early_stopping_runs(num_sets, fraction, widen):
         return HoldOut(*holdout_split(labels, MIN_VALIDATION_SETS, seed), None)
     if held < MIN_VALIDATION_SETS:
         return HoldOut(

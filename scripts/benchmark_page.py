@@ -592,6 +592,21 @@ SECTIONS = (
         "members": [("dpp_selection_embedded_own_seeds_avg50_widened", "gem_embedded",
                      "dpp_selection_embedded_own_seeds_avg50")],
     },
+    {
+        "title": "Issue 52: the widened embedded member on 20 and 40 training sets",
+        "folders": ("small_member_40", "small_member_20"),
+        "purpose": "Every task, draw 0 x 5 folds, each fold's training sets cut to 40 and to "
+        "20 (a stratified draw; 2-core CPU): the default selection with its embedded member, "
+        "widened (`dpp_selection_embedded_own_seeds_avg50_widened`), against the same "
+        "selection without it (`dpp_selection`: what `embedding=\"auto\"` fitted under 46 "
+        "training sets, where the member's refit could not stop early). With the widened "
+        "hold-out the refit holds out 10 sets from 20, so `\"auto\"` keeps the member from 20 "
+        "training sets since. The two cuts are different units: one table per cut, and the "
+        "decision pools both.",
+        "pairs": [("dpp_selection_embedded_own_seeds_avg50_widened", "dpp_selection")],
+        "decision": (("dpp_selection_embedded_own_seeds_avg50_widened",), "dpp_selection"),
+        "separate": True,
+    },
 )  # fmt: skip
 
 

@@ -668,15 +668,20 @@ def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_ow
     assert candidate_groups(tuned, None, ["mean"], "auto", "auto") == ([Group(5, "mean", (6,))], {})
     assert candidate_groups(standard, None, ["mean"], "auto", "auto") == ([Group(3)], {})
     # "auto" leaves its member out where the training sets are too few for its early stopping
-    # (ceil(0.2 * 45) = 9 < 10 held out): its refit would train unmonitored; explicit ones stay
+    # (under 20: not even 10 held out with the widening): its refit would train unmonitored;
+    # explicit ones stay. Without the widening (widen_validation=False) that is under 46 sets
+    # (ceil(0.2 * 45) = 9 < 10 held out)
     from dpp.estimators.candidates import monitored_embeddings
 
     auto = candidate_groups(base, None, ["mean"], "auto", "auto")
-    small, enough = 45, 46  # training sets (from 46 kept, whatever the inner folds' parts)
+    small, enough = 19, 20  # training sets (from 20 kept, whatever the inner folds' parts)
     assert monitored_embeddings(base, "auto", *auto, small) == ([Group(4, "mean")], {})
     assert monitored_embeddings(base, "auto", *auto, enough) == auto
     named = candidate_groups(base, None, ["mean"], [None, alone.embedding], "own")
     assert monitored_embeddings(base, [None, alone.embedding], *named, small) == named == auto
+    off = candidate_groups(base, None, ["mean"], "auto", "auto", {"widen_validation": False})
+    assert monitored_embeddings(base, "auto", *off, 45) == ([Group(4, "mean")], {})
+    assert monitored_embeddings(base, "auto", *off, 46) == off != auto
     from dpp.estimators.candidates import check_grids
 
     with pytest.raises(ValueError, match=r"embedding must be .*'auto' or None, got 'own'"):

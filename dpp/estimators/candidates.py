@@ -6,7 +6,6 @@ import logging
 from collections import Counter
 from typing import NamedTuple
 
-import numpy as np
 from sklearn.base import clone
 
 from dpp import params as check
@@ -15,7 +14,7 @@ from dpp.estimators.dpp import DPPClassifier
 from dpp.estimators.embedded import WIDTHS, EmbeddedDPPClassifier
 from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS, simplicity
-from dpp.selection import MIN_VALIDATION_SETS
+from dpp.selection import early_stopping_runs
 
 logger = logging.getLogger(__name__)
 
@@ -78,14 +77,15 @@ def monitored_embeddings(
     """``(groups, own)`` without ``embedding="auto"``'s member where its model cannot stop early.
 
     The member on an embedding that ``"auto"`` adds to a :class:`~dpp.DPPClassifier` holds out
-    :data:`DEFAULT_VALIDATION_FRACTION` of each fit's training sets for early stopping. Where
-    the training sets are too few for that (fewer than
-    :data:`~dpp.selection.MIN_VALIDATION_SETS` held out: under 46 sets), its refit, the model
-    the selection would return, would train for ``max_epochs`` unmonitored, which no benchmark
-    covered: ``"auto"`` then leaves it out, and says so in the log. From 46 sets it is kept,
-    though its fits on the inner folds' smaller parts may train unmonitored (under 69 sets at 3
-    folds, 58 at 5): measured there, on 50 and 60 training sets, it helps (``docs/defaults.md``,
-    "The embedded member on small data"). Explicit embeddings, and an
+    :data:`DEFAULT_VALIDATION_FRACTION` of each fit's training sets for early stopping, widened
+    to 10 sets from 20 (``EmbeddedDPPClassifier(widen_validation=True)``, the default;
+    :func:`dpp.selection.early_stopping_runs`). Where the training sets are too few for that
+    (under 20; without the widening, under 46), its refit, the model the selection would
+    return, would train for ``max_epochs`` unmonitored, which no benchmark covered: ``"auto"``
+    then leaves it out, and says so in the log. Otherwise it is kept, though its fits on the
+    inner folds' smaller parts may train unmonitored (parts under 20 sets): measured on 20, 40,
+    50 and 60 training sets, it helps (``docs/defaults.md``, "The embedded member on small
+    data", "The widened hold-out"). Explicit embeddings, and an
     :class:`~dpp.EmbeddedDPPClassifier`'s own, are kept.
 
     Args:
@@ -95,14 +95,18 @@ def monitored_embeddings(
         own: :func:`candidate_groups`' groups scored at one ``l2``.
         num_sets: the number of training sets (the refit's).
     """
-    held = int(np.ceil(DEFAULT_VALIDATION_FRACTION * num_sets))
     auto = isinstance(embedding, str) and embedding == "auto" and isinstance(base, DPPClassifier)
-    if not auto or held >= MIN_VALIDATION_SETS or all(g.embedding is None for g in groups):
+    default = EmbeddedDPPClassifier().widen_validation
+    widen = all(
+        dict(g.settings).get("widen_validation", default) for g in groups if g.embedding is not None
+    )
+    stops = early_stopping_runs(num_sets, DEFAULT_VALIDATION_FRACTION, widen)
+    if not auto or stops or all(g.embedding is None for g in groups):
         return groups, own
     logger.info(
-        "DPPClassifierCV: embedding='auto' leaves out the member on an embedding: its early "
-        "stopping would hold out %d of the %d training sets (< %d) and it would train "
-        "unmonitored; embedding=(None, %s) keeps it", held, num_sets, MIN_VALIDATION_SETS, WIDTHS,
+        "DPPClassifierCV: embedding='auto' leaves out the member on an embedding: on %d "
+        "training sets its early stopping could hold none out and it would train unmonitored; "
+        "embedding=(None, %s) keeps it", num_sets, WIDTHS,
     )  # fmt: skip
     kept = [g for g in groups if g.embedding is None]
     return kept, {g: v for g, v in own.items() if g in kept}

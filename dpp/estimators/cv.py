@@ -98,7 +98,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             shared parameters (:meth:`~dpp.EmbeddedDPPClassifier.like`; it stops early on its
             own 20 % of each fold). ``"auto"`` (the default): over a :class:`DPPClassifier`,
             ``(None, (256, 128, 64))``, four members, one per pooling and one on the embedding
-            (left out under 46 training sets:
+            (left out under 20 training sets:
             :func:`~dpp.estimators.candidates.monitored_embeddings`); over an
             ``EmbeddedDPPClassifier``, its own widths (as ``None`` alone); others have none.
         embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
