@@ -446,12 +446,12 @@ def hold_out(
 
     The prototype fits (rounds of coordinate ascent), DPP on an embedding and the networks
     (Adam epochs) all hold out ``ceil(fraction * N)`` sets by :func:`holdout_split`, and skip
-    early stopping when that is fewer than :data:`MIN_VALIDATION_SETS`. With ``widen`` (the
-    Adam-trained fits, which would otherwise train ``max_epochs`` epochs unmonitored and
-    memorise small data) a share that small is widened to :data:`MIN_VALIDATION_SETS` sets
-    where at least as many are left to fit (``N >= 2 * MIN_VALIDATION_SETS``); the refit after
-    early stopping trains on all ``N`` sets. (The prototype fits instead hold every set out
-    once, :func:`round_folds`.)
+    early stopping when that is fewer than :data:`MIN_VALIDATION_SETS`. With ``widen`` (an
+    Adam-trained fit's ``widen_validation``, the embedded DPP's default: it would otherwise
+    train ``max_epochs`` epochs unmonitored and memorise small data) a share that small is
+    widened to :data:`MIN_VALIDATION_SETS` sets where at least as many are left to fit
+    (``N >= 2 * MIN_VALIDATION_SETS``); the refit after early stopping trains on all ``N``
+    sets. (The prototype fits instead hold every set out once, :func:`round_folds`.)
 
     Args:
         labels: ``[N, C]`` (soft) labels of the training sets.
