@@ -101,6 +101,13 @@ def _dpp_cv(pooling=None, base_options=None, **options):
     return make
 
 
+#: The default's selections since issue 52's three seeds: forward selection over the three
+#: poolings and one member on ``EmbeddedDPPClassifier()``'s own settings, over three seeds.
+_OWN_SEEDS = {
+    "rule": "ensemble_selection", "embedding": (None, EMBEDDING), "embedding_grid": "own",
+    "embedding_seeds": 3,
+}  # fmt: skip
+
 #: The neural peers' selection grid: learning rate x weight decay (the defaults here, 5e-4 and
 #: 5e-3, and a step up of the rate and down of the decay), by 3 inner folds: 13 fits a unit.
 NETWORK_GRID = {"learning_rate": [5e-4, 2e-3], "weight_decay": [5e-4, 5e-3]}
@@ -253,36 +260,22 @@ METHODS: dict[str, Callable] = {
         rule="ensemble_selection", embedding=(None, EMBEDDING), embedding_grid="own"
     ),
     # the same with the embedded member over three seeds, each a member (embedding_seeds=3)
-    "dpp_selection_embedded_own_seeds": _dpp_cv(
-        rule="ensemble_selection",
-        embedding=(None, EMBEDDING),
-        embedding_grid="own",
-        embedding_seeds=3,
-    ),
+    "dpp_selection_embedded_own_seeds": _dpp_cv(**_OWN_SEEDS),
     # the same with a moving average of each embedded seed's parameters over the epochs
     # (EmbeddedDPPClassifier(weight_average=0.5), chosen for the class alone)
     "dpp_selection_embedded_own_seeds_avg50": _dpp_cv(
-        rule="ensemble_selection",
-        embedding=(None, EMBEDDING),
-        embedding_grid="own",
-        embedding_seeds=3,
+        **_OWN_SEEDS,
         embedding_options={"weight_average": 0.5, "widen_validation": False},
     ),
     # the same, each embedded fit on 20-45 sets holding out 10 for early stopping rather than
     # training unmonitored (EmbeddedDPPClassifier(widen_validation=True), chosen for the class)
     "dpp_selection_embedded_own_seeds_avg50_widened": _dpp_cv(
-        rule="ensemble_selection",
-        embedding=(None, EMBEDDING),
-        embedding_grid="own",
-        embedding_seeds=3,
+        **_OWN_SEEDS,
         embedding_options={"weight_average": 0.5, "widen_validation": True},
     ),
     # the same, its three seeds kept or dropped together by forward selection
     "dpp_selection_embedded_own_seeds_together": _dpp_cv(
-        rule="ensemble_selection",
-        embedding=(None, EMBEDDING),
-        embedding_grid="own",
-        embedding_seeds=3,
+        **_OWN_SEEDS,
         seeds_together=True,
     ),
     # the default and its three-seed variant with DPPClassifierCV()'s own 5 inner folds (the
@@ -292,10 +285,7 @@ METHODS: dict[str, Callable] = {
         rule="ensemble_selection", embedding=(None, EMBEDDING), embedding_grid="own", cv=5
     ),
     "dpp_selection_embedded_own_seeds_cv5": _dpp_cv(
-        rule="ensemble_selection",
-        embedding=(None, EMBEDDING),
-        embedding_grid="own",
-        embedding_seeds=3,
+        **_OWN_SEEDS,
         cv=5,
     ),
     # the same four members, every one kept (their log-probabilities averaged): no forward
