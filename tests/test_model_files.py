@@ -170,8 +170,9 @@ LEGACY = Path(__file__).parent / "data" / "legacy"
 def test_a_dpp_0_1_file_of_dpp_classifier_on_an_embedding_loads_as_the_embedded_dpp(tmp_path):
     """dpp 0.2 removed ``DPPClassifier(embedding=...)``; its model files, written by dpp 0.1
     (``tests/data/legacy/make_files.py`` at commit e607c07), load through the header mapping
-    as the ``EmbeddedDPPClassifier`` that spelling trained (no dropout, no normalisation,
-    the networks' weight decay, Adam's options taken over) and predict what they predicted, to
+    as the ``EmbeddedDPPClassifier`` that spelling trained (no dropout, no normalisation, no
+    moving average, no widened hold-out, the networks' weight decay, Adam's options taken
+    over) and predict what they predicted, to
     the bit."""
     expected = np.load(LEGACY / "dpp_embedding_expected.npz")
     X_test = np.split(expected["vectors"], np.cumsum(expected["lengths"])[:-1])
@@ -181,6 +182,8 @@ def test_a_dpp_0_1_file_of_dpp_classifier_on_an_embedding_loads_as_the_embedded_
     assert type(loaded) is dpp.EmbeddedDPPClassifier
     assert (loaded.embedding, loaded.dropout, loaded.normalize) == ((8,), 0.0, False)
     assert loaded.weight_decay == 5e-3  # the networks' decay that 0.1 trained it with
+    # nor the moving average or the widened hold-out, which came after
+    assert (loaded.weight_average, loaded.widen_validation) == (0.0, False)
     assert (loaded.n_prototypes, loaded.pooling) == (4, "gem")
     assert (loaded.learning_rate, loaded.batch_size) == (3e-3, 8)  # its optimizer_options
     assert loaded.fit_report_.status == "early_stopped"

@@ -101,7 +101,8 @@ def upgraded_header(path: Path, header: dict) -> dict:
     try:
         new = EmbeddedDPPClassifier.like(
             DPPClassifier(**old), embedding=widths, dropout=0.0, normalize=False,
-            weight_decay=TrainSettings().weight_decay,
+            weight_decay=TrainSettings().weight_decay, weight_average=0.0,
+            widen_validation=False,  # the fit those files had
         )  # fmt: skip
     except (TypeError, ValueError) as err:
         raise bad(path, "params", f"of DPPClassifier(embedding=...) are invalid ({err})") from None
