@@ -119,8 +119,8 @@ def test_small_data_folds_hold_every_set_out_once_where_a_share_would_be_too_few
 def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
     """The Adam-trained fits' hold-out (``widen``): a share under 10 sets becomes exactly 10,
     stratified, where at least 10 are left to fit (20-45 sets at 0.2); under 20 sets it is
-    skipped as before, and the shares of 10 or more, and the prototype fits' rule, are as
-    without it."""
+    skipped as before, and a share of 10 or more is as without it. The embedded DPP widens by
+    default, the networks do not."""
     from dpp.selection import MIN_VALIDATION_SETS, hold_out, holdout_split
 
     for n in (20, 33, 45):
