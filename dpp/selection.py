@@ -469,16 +469,15 @@ def hold_out(
         return HoldOut(None, None, None)
     num_sets = np.asarray(labels).shape[0]
     held = int(np.ceil(fraction * num_sets))
-    if held < MIN_VALIDATION_SETS and early_stopping_runs(num_sets, fraction, widen):
-        return HoldOut(*holdout_split(labels, MIN_VALIDATION_SETS, seed), None)
-    if held < MIN_VALIDATION_SETS:
+    if not early_stopping_runs(num_sets, fraction, widen):
         return HoldOut(
             None,
             None,
             f"early stopping skipped: {held} validation sets (< {MIN_VALIDATION_SETS}); "
             f"{otherwise}",
         )
-    return HoldOut(*holdout_split(labels, fraction, seed), None)
+    share = fraction if held >= MIN_VALIDATION_SETS else MIN_VALIDATION_SETS  # widened
+    return HoldOut(*holdout_split(labels, share, seed), None)
 
 
 def round_folds(
