@@ -146,6 +146,18 @@ def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
     est = dpp.EmbeddedDPPClassifier(**small).fit(X, y)
     early = est.fit_report_.early_stopping
     assert early.skipped is None and early.validation_sets == MIN_VALIDATION_SETS
+    # batched as a selection's folds are (fit_together), each widened fit ends where it does
+    # alone, bit for bit: the same held-out sets, epochs and probabilities
+    from dpp.estimators.adam import fit_together
+    from dpp.estimators.inputs import labelled_sets
+
+    parts = [labelled_sets(X, y)[0], labelled_sets(X[2:], y[2:])[0]]
+    batched = fit_together([dpp.EmbeddedDPPClassifier(**small) for _ in parts], parts)
+    for one, part in zip(batched, parts, strict=True):
+        alone = dpp.EmbeddedDPPClassifier(**small).fit(part)
+        assert one.fit_report_.early_stopping == alone.fit_report_.early_stopping
+        assert one.fit_report_.early_stopping.validation_sets == MIN_VALIDATION_SETS
+        np.testing.assert_array_equal(one.predict_log_proba(X), alone.predict_log_proba(X))
     assert dpp.EmbeddedDPPClassifier.ADDED_PARAMS["widen_validation"] is False  # older files
     assert dpp.AttentionMILClassifier().widen_validation is False
     assert dpp.DeepSetsClassifier().widen_validation is False
