@@ -107,7 +107,8 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             stratified); 0 turns it off.
         widen_validation: where that share would hold out fewer than 10 sets, hold out 10
             (given 20 or more; under 20 early stopping is skipped); ``False``: skipped below 10
-            held-out sets, the fit trained ``max_epochs`` epochs unmonitored (the fit before).
+            held-out sets, the fit trained ``max_epochs`` epochs unmonitored (the networks'
+            default).
             On by default: on 40 training sets +0.11 nats per set over 70 units, accuracy
             level (``docs/model.md``, "Early stopping on small data").
         beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
