@@ -307,3 +307,31 @@ def test_attention_weights_on_a_model_without_attention_names_its_per_vector_evi
     with pytest.raises(AttributeError, match="'DPPClassifier' object has no attribute 'weights'"):
         dpp.DPPClassifier().weights  # noqa: B018
     assert callable(dpp.AttentionMILClassifier().attention_weights)  # its own, untouched
+
+
+@pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")  # short fits, few sets
+def test_log_loss_scoring_takes_every_set_classifiers_probabilities_without_a_warning():
+    """scikit-learn's ``log_loss`` (``scoring="neg_log_loss"`` of a search) warns where a row
+    of probabilities is off 1 by more than 1.5e-8; ``exp`` of float32-accurate
+    log-probabilities was off by up to 6e-8, so every set classifier's search warned."""
+    import warnings
+
+    from sklearn.metrics import log_loss
+
+    rng = np.random.default_rng(4)
+    X = [rng.normal(size=(int(rng.integers(2, 9)), 4)) + (i % 2) for i in range(30)]
+    y = np.arange(30) % 2
+    quick = {"max_rounds": 2, "validation_fraction": 0.0}
+    estimators = (
+        dpp.DPPClassifier(n_prototypes=3, **quick),
+        dpp.AttentionMILClassifier(max_epochs=2),
+        dpp.PoolingClassifier(),
+        dpp.SetEnsembleClassifier([("a", dpp.DPPClassifier(n_prototypes=2, **quick))]),
+    )
+    for est in estimators:
+        proba = est.fit(X, y).predict_proba(X)
+        assert np.abs(proba.sum(axis=1) - 1.0).max() <= 4 * np.finfo(np.float64).eps, est
+        np.testing.assert_allclose(np.log(proba), est.predict_log_proba(X), atol=1e-6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            log_loss(y, proba)
