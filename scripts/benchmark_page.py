@@ -607,6 +607,26 @@ SECTIONS = (
         "decision": (("dpp_selection_embedded_own_seeds_avg50_widened",), "dpp_selection"),
         "separate": True,
     },
+    {
+        "title": "Issue 52: the embedded model's knobs, one at a time, a screen",
+        "folders": ("embedded_knobs_screen", "embedded_average_screen",
+                    "embedded_average_screen_b", "embedded_average_screen_c"),
+        "purpose": "Draw 0 x 5 folds of the seven tasks of the three-seed benchmark (2-core "
+        "CPU, beside other runs: seconds are proportions only): `EmbeddedDPPClassifier()`'s "
+        "defaults (`dpp_embedded_avg50`, as recorded: no widening, which none of these "
+        "training sets needs) with one knob moved each: `K` 32 or 8, the embedding's widths "
+        "`(512, 256, 128)` or `(128, 64)`, Adam's learning rate 1e-3 (from 5e-4), dropout "
+        "0.25 (from 0.5). The reference's records are its benchmark's, the same units.",
+        "units": {"draws": (0,)},
+        "methods": ("dpp_embedded_avg50", "dpp_embedded_k32", "dpp_embedded_k8",
+                    "dpp_embedded_wide", "dpp_embedded_narrow", "dpp_embedded_lr1e-3",
+                    "dpp_embedded_drop25"),
+        "pairs": [(f"dpp_embedded_{knob}", "dpp_embedded_avg50")
+                  for knob in ("k32", "k8", "wide", "narrow", "lr1e-3", "drop25")],
+        "decision": (("dpp_embedded_k32", "dpp_embedded_k8", "dpp_embedded_wide",
+                      "dpp_embedded_narrow", "dpp_embedded_lr1e-3", "dpp_embedded_drop25"),
+                     "dpp_embedded_avg50"),
+    },
 )  # fmt: skip
 
 

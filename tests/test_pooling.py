@@ -579,6 +579,14 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
         METHODS["dpp_embedded_widened"](4, 0).get_params()
         == dpp.EmbeddedDPPClassifier(n_prototypes=16, random_state=0).get_params()
     )  # the class's defaults now
+    averaged = METHODS["dpp_embedded_avg50"](4, 0).get_params()
+    for name, moved in (
+        ("k32", {"n_prototypes": 32}),
+        ("wide", {"embedding": (512, 256, 128)}),
+        ("lr1e-3", {"learning_rate": 1e-3}),
+        ("drop25", {"dropout": 0.25}),
+    ):
+        assert METHODS[f"dpp_embedded_{name}"](4, 0).get_params() == {**averaged, **moved}
     assert METHODS["attention_mil"](4, 0).widen_validation is False  # the network's default
     raw = METHODS["dpp"](4, 0)
     assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS

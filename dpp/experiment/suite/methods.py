@@ -44,6 +44,9 @@
   class's defaults since, the others keep ``weight_average=0``: :data:`RECORDED_EMBEDDED`),
   and ``dpp_embedded_seeds_avg50`` three seeds of the first; ``dpp_embedded_widened`` the
   class's defaults since: ``dpp_embedded_avg50`` with ``widen_validation=True``;
+  ``dpp_embedded_k32``, ``_k8``, ``_wide``, ``_narrow``, ``_lr1e-3`` and ``_drop25``
+  ``dpp_embedded_avg50`` with one knob moved (``K`` 32 or 8, the embedding's widths
+  ``(512, 256, 128)`` or ``(128, 64)``, Adam's learning rate 1e-3, dropout 0.25);
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -180,9 +183,8 @@ def _embedded(pooling: str | None = None, **params):
     def make(k: int, seed: int):
         del k  # the embedding space has its own K
         chosen = {**RECORDED_EMBEDDED, **({} if pooling is None else {"pooling": pooling})}
-        return ESTIMATORS["embedded_dpp"](
-            n_prototypes=EMBEDDED_K, embedding=EMBEDDING, random_state=seed, **{**chosen, **params}
-        )
+        fixed = {"n_prototypes": EMBEDDED_K, "embedding": EMBEDDING, "random_state": seed}
+        return ESTIMATORS["embedded_dpp"](**{**fixed, **chosen, **params})
 
     return make
 
@@ -328,6 +330,19 @@ METHODS: dict[str, Callable] = {
     # rather than none (widen_validation); attention MIL the same way
     "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_embedded_avg80": _embedded(weight_average=0.8),
+    # one knob of the class's defaults moved each (the averaged fit as recorded): K, the
+    # embedding's widths, Adam's learning rate, the dropout (issue 52's remedies, a screen)
+    **{
+        f"dpp_embedded_{name}": _embedded(weight_average=0.5, **params)
+        for name, params in (
+            ("k32", {"n_prototypes": 32}),
+            ("k8", {"n_prototypes": 8}),
+            ("wide", {"embedding": (512, 256, 128)}),
+            ("narrow", {"embedding": (128, 64)}),
+            ("lr1e-3", {"learning_rate": 1e-3}),
+            ("drop25", {"dropout": 0.25}),
+        )
+    },
     # both: three seeds of the averaged fit
     "dpp_embedded_seeds_avg50": lambda k, seed: SetEnsembleClassifier(
         seed_members(_embedded(weight_average=0.5)(k, seed), range(seed, seed + 3))
