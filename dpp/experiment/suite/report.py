@@ -162,10 +162,10 @@ def _landings(frame: pd.DataFrame) -> list[str]:
     selected = frame[frame.position.notna()] if "position" in frame else frame.iloc[:0]
     positions = selected.groupby(["method", "position"]).size().to_dict()
     statuses = frame[frame.status.notna()].groupby(["method", "status"]).size().to_dict()
+    if positions:  # a run without selections has nothing to say here
+        landed = ", ".join(f"{m} {p}: {n}" for (m, p), n in positions.items())
+        lines += ["", f"Where the selections landed (fits): {landed}"]
     lines += [
-        "",
-        "Where the selections landed (fits): "
-        + ", ".join(f"{m} {p}: {n}" for (m, p), n in positions.items()),
         "",
         "Final fit statuses: " + ", ".join(f"{m} {s}: {n}" for (m, s), n in statuses.items()),
     ]
