@@ -7,9 +7,11 @@ spelt ``DPPClassifier(embedding=...)``, whose model files 0.2 loads), DPP by min
 (``optimizer="adam"``), Deep Sets with mean and max pooling, the shared-pool encodings (values
 and gradients of mean, max and gem pooling) and ``DPPClassifierCV`` under each rule over DPP
 and the standard prototype, and with an embedding candidate (``ensemble``, ``best``,
-``ensemble_selection``, and one embedded member on its own grid) (predictions, the chosen
-score, rounds and row, every candidate's mean score); compares every array, and loads the
-base's model files here. Prints one line per check and exits 1 if any differs.
+``ensemble_selection``, and one embedded member on its own grid) (log-probabilities, the
+chosen score, rounds and row, every candidate's mean score); compares every array, and loads
+the base's model files here. Prints one line per check and exits 1 if any differs. The
+log-probabilities, not the probabilities: since ``predict_proba`` divides each row by its sum
+(2026-11-29) the probabilities of the same log-probabilities moved by up to 1e-7.
 """
 
 from __future__ import annotations
@@ -46,17 +48,17 @@ except TypeError:  # dpp 0.2: the same fit under its own name
     est = dpp.EmbeddedDPPClassifier(n_prototypes=4, embedding=(8,), pooling="gem", batch_size=4,
                                     learning_rate=3e-3, dropout=0.0, normalize=False)
 est.fit(X, y)
-arrays["embedded"] = est.predict_proba(X)
+arrays["embedded"] = est.predict_log_proba(X)
 est.save(out / "embedded.npz")
 adam = dpp.DPPClassifier(n_prototypes=3, max_rounds=3, optimizer="adam",  # mini-batch Adam
                          optimizer_options={"batch_size": 8, "epochs": 2}).fit(X, y)
-arrays["dpp_minibatch_adam"] = adam.predict_proba(X)
+arrays["dpp_minibatch_adam"] = adam.predict_log_proba(X)
 rng = np.random.default_rng(1)
 S = [rng.normal(size=(rng.integers(1, 40), 7)) + (i % 3) * 0.5 for i in range(150)]
 for pooling in ("mean", "max"):
     net = dpp.DeepSetsClassifier(pooling=pooling, embedding=(32, 16), max_epochs=15).fit(
         S, np.arange(150) % 3)
-    arrays[f"deep_sets_{pooling}"] = net.predict_proba(S)
+    arrays[f"deep_sets_{pooling}"] = net.predict_log_proba(S)
     arrays[f"deep_sets_{pooling}_scores"] = np.concatenate(net.instance_scores(S))
     net.save(out / f"deep_sets_{pooling}.npz")
 rng = np.random.default_rng(0)
@@ -75,7 +77,7 @@ for name, tuned in (("dpp", dpp.DPPClassifier(n_prototypes=3, max_rounds=4)),
         cv = dpp.DPPClassifierCV(tuned, l2s=(1e-2, 1e-1, 1.0), cv=3, rule=rule,
                                  embedding=(None,)).fit(X, y)  # the same in every version
         rounds = -1 if cv.best_rounds_ is None else cv.best_rounds_
-        arrays[f"cv_{name}_{rule}"] = cv.predict_proba(X)
+        arrays[f"cv_{name}_{rule}"] = cv.predict_log_proba(X)
         arrays[f"cv_{name}_{rule}_chosen"] = np.array(
             [cv.best_score_, cv.prior_score_, rounds, cv.best_index_])
         arrays[f"cv_{name}_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])
@@ -83,12 +85,12 @@ tuned = dpp.DPPClassifier(n_prototypes=3, max_rounds=3)  # with an embedding can
 for rule in ("ensemble", "best", "ensemble_selection"):
     cv = dpp.DPPClassifierCV(tuned, l2s=(1e-1,), pooling=["mean"], embedding=[None, (8,)], cv=2,
                              embedding_grid="grid", rule=rule, max_extensions=0).fit(X, y)
-    arrays[f"cv_embedding_{rule}"] = cv.predict_proba(X)
+    arrays[f"cv_embedding_{rule}"] = cv.predict_log_proba(X)
     arrays[f"cv_embedding_{rule}_chosen"] = np.array([cv.best_score_])
     arrays[f"cv_embedding_{rule}_table"] = np.asarray(cv.cv_results_["mean_test_score"])
 cv = dpp.DPPClassifierCV(tuned, l2s=(1e-1,), embedding=[None, (32, 16)], embedding_grid="own",
                          cv=2, rule="ensemble_selection", max_extensions=0).fit(X, y)
-arrays["cv_embedding_own"] = cv.predict_proba(X)
+arrays["cv_embedding_own"] = cv.predict_log_proba(X)
 arrays["cv_embedding_own_chosen"] = np.array([cv.best_score_])
 arrays["cv_embedding_own_table"] = np.asarray(cv.cv_results_["mean_test_score"])
 np.savez(out / "arrays.npz", **arrays)
@@ -106,9 +108,10 @@ rng = np.random.default_rng(0)
 X = [rng.normal(size=(rng.integers(3, 9), 5)) + (i % 2) for i in range(80)]
 rng = np.random.default_rng(1)
 S = [rng.normal(size=(rng.integers(1, 40), 7)) + (i % 3) * 0.5 for i in range(150)]
-arrays = {"embedded": dpp.load(base / "embedded.npz").predict_proba(X)}
+arrays = {"embedded": dpp.load(base / "embedded.npz").predict_log_proba(X)}
 for pooling in ("mean", "max"):
-    arrays[f"deep_sets_{pooling}"] = dpp.load(base / f"deep_sets_{pooling}.npz").predict_proba(S)
+    loaded = dpp.load(base / f"deep_sets_{pooling}.npz")
+    arrays[f"deep_sets_{pooling}"] = loaded.predict_log_proba(S)
 np.savez(base / "loaded.npz", **arrays)
 """
 
