@@ -479,7 +479,7 @@ SECTIONS = (
     {
         "title": "Issue 52: the default's embedded member over three seeds, the broad run",
         "folders": ("selection_seeds_broad_a", "selection_seeds_broad_b", "selection_seeds",
-                    "embedded_own_broad", "peers_broad", "peers_digit_bags"),
+                    "embedded_own_broad", "peers_broad", "peers_broad_b", "peers_digit_bags"),
         "purpose": "The broad benchmark of `dpp_selection_embedded_own_seeds` "
         "(`DPPClassifierCV(embedding_seeds=3)`): every task, 3 draws x 5 folds (2-core CPU; "
         "two runs beside each other, stopped once and resumed with `--resume`; the two 50-bag "
@@ -501,7 +501,7 @@ SECTIONS = (
     {
         "title": "Issue 52: the default's embedded seeds with a moving average, the broad run",
         "folders": ("selection_avg_broad_a", "selection_avg_broad_b", "selection_seeds_broad_a",
-                    "selection_seeds_broad_b", "selection_seeds", "peers_broad",
+                    "selection_seeds_broad_b", "selection_seeds", "peers_broad", "peers_broad_b",
                     "peers_digit_bags"),
         "purpose": "The broad benchmark of `dpp_selection_embedded_own_seeds_avg50` (the "
         "default selection with each embedded seed at `weight_average=0.5`, "
@@ -526,7 +526,7 @@ SECTIONS = (
     },
     {
         "title": "Issue 52: the selected networks on every task",
-        "folders": ("peers_broad", "peers_digit_bags", "embedded_own_broad"),
+        "folders": ("peers_broad", "peers_broad_b", "peers_digit_bags", "embedded_own_broad"),
         "purpose": "The three networks with their learning rate and weight decay selected "
         "(`_cv`) on the tasks beyond the digit bags, 3 draws x 5 folds (2-core CPU, run in "
         "parts with `--resume`, the cheapest tasks first, at the lowest priority and paused "
