@@ -630,17 +630,17 @@ SECTIONS = (
     {
         "title": "Issue 52: the default against the embedded model alone, the other tasks",
         "folders": ("embedded_seeds_rest", "selection_avg_broad_a", "selection_avg_broad_b"),
-        "purpose": "Draw 0 x 5 folds of the seven tasks the three-seed embedded model had not "
-        "run (2-core CPU, beside another run): `EmbeddedDPPClassifier()` over three seeds, "
+        "purpose": "3 draws x 5 folds of the seven tasks the three-seed embedded model had "
+        "not run (2-core CPU, beside other runs): `EmbeddedDPPClassifier()` over three seeds, "
         "their log-probabilities averaged (`dpp_embedded_seeds_avg50`), against the default's "
         "records of its broad run on the same units (`dpp_selection_embedded_own_seeds_avg50`: "
         "the same fits as the widened default on these tasks, whose every fit holds out 14 sets "
         "or more). On the four digit-bag tasks the embedded model alone was ahead of the "
         "default (`docs/defaults.md`, \"Against the embedded model alone\"); here the raw "
-        "members earn their place on one task and tie elsewhere.",
+        "members earn their place on the proportion tasks.",
         "units": {"tasks": ("witness_d5_r20", "witness_d20_r01", "witness_d50_r05",
                             "witness_d100_r10", "proportion_d5_c5", "proportion_d30_c2",
-                            "proportion_d50_c2_small"), "draws": (0,)},
+                            "proportion_d50_c2_small")},
         "methods": ("dpp_selection_embedded_own_seeds_avg50", "dpp_embedded_seeds_avg50"),
         "pairs": [("dpp_selection_embedded_own_seeds_avg50", "dpp_embedded_seeds_avg50")],
         "decision": None,
