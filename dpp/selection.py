@@ -432,6 +432,15 @@ def early_stopping_runs(num_sets: int, fraction: float, widen: bool = False) -> 
 
     ``ceil(fraction * num_sets) >= MIN_VALIDATION_SETS``, or with ``widen``
     ``num_sets >= 2 * MIN_VALIDATION_SETS``; never for ``fraction <= 0``.
+
+    Args:
+        num_sets: the number of training sets ``N`` of the fit.
+        fraction: the held-out share (``validation_fraction``, in ``[0, 1)``).
+        widen: the fit's ``widen_validation`` (a share under 10 sets widened to 10).
+
+    Returns:
+        ``True`` where the fit stops early on held-out sets, ``False`` where it trains
+        unmonitored. Raises nothing: the share is checked by the estimators' parameters.
     """
     if fraction <= 0:
         return False
