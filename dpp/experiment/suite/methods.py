@@ -22,7 +22,8 @@
   20-45 sets holding out 10 for early stopping, ``"widen_validation": True``, the default
   now; ``_cv5``: both with ``DPPClassifierCV()``'s
   own 5 inner folds instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four
-  members, all kept: ``rule="ensemble"``), ``dpp_1se``,
+  members, all kept: ``rule="ensemble"``; ``_seeds_avg50_widened``: the default's six, all
+  kept), ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
@@ -294,6 +295,12 @@ METHODS: dict[str, Callable] = {
     # selection on the inner folds' few held-out sets
     "dpp_ensemble_embedded_own": _dpp_cv(
         rule="ensemble", embedding=(None, EMBEDDING), embedding_grid="own"
+    ),
+    # the default's six members (three poolings, the embedded member over three seeds), every
+    # one kept: the inner folds' held-out sets choose no member
+    "dpp_ensemble_embedded_own_seeds_avg50_widened": _dpp_cv(
+        **{**_OWN_SEEDS, "rule": "ensemble"},
+        embedding_options={"weight_average": 0.5, "widen_validation": True},
     ),
     # dpp's ensemble from three separate selections (the same to the bit); the paper's pooling
     # over 3 k-means seeds
