@@ -35,7 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: metric of the records, e.g. ``proba_instance_auc``, that of ``instance_proba``) and
 #: ``peers`` (``(method, peers)``: :func:`dpp.experiment.suite.peer_table`, the method against
 #: the best of the peers on each task) and ``members`` (``(method, member, other)``:
-#: :func:`dpp.experiment.suite.members_table`, where an ensemble selection kept a member).
+#: :func:`dpp.experiment.suite.members_table`, where an ensemble selection kept a member) and
+#: ``same_fits`` (``(name, same)``: records of ``name`` read as ``same``'s where a unit has none
+#: of ``same``: two names of one model, fitted the same to the bit on those units).
 SECTIONS = (
     {
         "title": "Issue 52: the first look",
@@ -645,6 +647,40 @@ SECTIONS = (
         "pairs": [("dpp_selection_embedded_own_seeds_avg50", "dpp_embedded_seeds_avg50")],
         "decision": None,
     },
+    {
+        "title": "Issue 52: the default's six members, every one kept",
+        "folders": ("ensemble_seeds_broad", "selection_widened_small", "selection_avg_broad_a",
+                    "selection_avg_broad_b", "peers_digit_bags", "peers_broad", "peers_broad_b"),
+        "purpose": "Every task, 3 draws x 5 folds (2-core CPU, beside other work: seconds are "
+        "proportions only): the default's six members (the paper's model with each pooling, "
+        "and the embedded member over three seeds) every one kept, their log-probabilities "
+        "averaged (`dpp_ensemble_embedded_own_seeds_avg50_widened`: `rule=\"ensemble\"`), "
+        "against the default, which keeps those whose combination scores best on the inner "
+        "folds (its broad run's records; `dpp_selection_embedded_own_seeds_avg50`'s on the "
+        "twelve tasks that train on 100 sets or more, where its fits are the default's to the "
+        "bit), and the selected networks where they ran the same units. Screened first "
+        "outside the suite against two weightings of the same members fitted on the inner "
+        "folds (`docs/defaults.md`, \"Weighing the members, a screen\").",
+        "same_fits": [("dpp_selection_embedded_own_seeds_avg50",
+                       "dpp_selection_embedded_own_seeds_avg50_widened")],
+        "methods": ("dpp_ensemble_embedded_own_seeds_avg50_widened",
+                    "dpp_selection_embedded_own_seeds_avg50_widened", "attention_mil_cv",
+                    "gated_mil_cv", "deep_sets_cv"),
+        "pairs": [("dpp_ensemble_embedded_own_seeds_avg50_widened",
+                   "dpp_selection_embedded_own_seeds_avg50_widened"),
+                  ("dpp_ensemble_embedded_own_seeds_avg50_widened", "attention_mil_cv")],
+        "decision": (("dpp_ensemble_embedded_own_seeds_avg50_widened",),
+                     "dpp_selection_embedded_own_seeds_avg50_widened"),
+        "instance_pairs": [("dpp_ensemble_embedded_own_seeds_avg50_widened",
+                            "dpp_selection_embedded_own_seeds_avg50_widened"),
+                           ("dpp_ensemble_embedded_own_seeds_avg50_widened",
+                            "dpp_selection_embedded_own_seeds_avg50_widened",
+                            "proba_instance_auc")],
+        "peers": [("dpp_ensemble_embedded_own_seeds_avg50_widened",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv")),
+                  ("dpp_selection_embedded_own_seeds_avg50_widened",
+                   ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
+    },
 )  # fmt: skip
 
 
@@ -693,6 +729,10 @@ def page() -> str:
             lines += _separate(section, folders, runs)
             continue
         records = _pooled([r["records"] for r in runs])
+        for name, same in section.get("same_fits", ()):  # one model's records under two names
+            others = [r for r in records if r["method"] != name]
+            renamed = [{**r, "method": same} for r in records if r["method"] == name]
+            records = _pooled([others, renamed])  # a unit's own record of ``same`` first
         if section.get("methods"):  # the methods this section compares, of runs of more
             records = [r for r in records if r["method"] in section["methods"]]
         units = section.get("units", {})  # the units this section compares, of runs of more
