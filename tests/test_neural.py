@@ -622,7 +622,7 @@ def test_a_selection_keeps_an_embeddings_seeds_together_when_asked():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         cv = dpp.DPPClassifierCV(
-            base, embedding_seeds=3, seeds_together=True, **small,
+            base, rule="ensemble_selection", embedding_seeds=3, seeds_together=True, **small,
             embedding_options={"weight_average": 0.5},
         )  # fmt: skip
         cv.fit(X, y)

@@ -535,10 +535,11 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
 
 def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_records_meaning():
     """Issue 52's decisions: ``DPPClassifierCV()`` over a ``DPPClassifier`` fits the
-    candidates that the suite's ``dpp_selection_embedded_own_seeds_avg50_widened`` measured (the
+    candidates that the suite's ``dpp_ensemble_embedded_own_seeds_avg50_widened`` measured (the
     three poolings and a member on ``EmbeddedDPPClassifier()``'s own settings, its moving
-    average and widened hold-out included, over three seeds, kept by forward selection);
-    ``_avg50`` stays the selection before the widened hold-out,
+    average and widened hold-out included, over three seeds, every member kept);
+    ``dpp_selection_embedded_own_seeds_avg50_widened`` stays the same members kept by forward
+    selection, ``_avg50`` the selection before the widened hold-out,
     ``dpp_selection_embedded_own_seeds`` and ``dpp_selection_embedded_own`` those without the
     average (and with one seed), ``dpp_embedded`` and ``dpp_embedded_avg50`` the class's
     defaults before them, and the suite's ``dpp`` the
@@ -558,8 +559,11 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     def fits(cv):  # what each candidate group fits, every parameter
         return [candidate(cv.estimator, g).get_params() for g in groups(cv)[0]]
 
-    own = METHODS["dpp_selection_embedded_own_seeds_avg50_widened"](4, 0)
+    own = METHODS["dpp_ensemble_embedded_own_seeds_avg50_widened"](4, 0)
     default = DPPClassifierCV(own.estimator, cv=own.cv)
+    selected = METHODS["dpp_selection_embedded_own_seeds_avg50_widened"](4, 0)
+    params = [{k: repr(v) for k, v in m.get_params().items()} for m in (own, selected)]
+    assert params[1] == {**params[0], "rule": repr("ensemble_selection")}  # but the rule
     assert fits(default) == fits(own) and len(fits(default)) == 4
     assert list(groups(default)[1].values()) == list(groups(own)[1].values())
     same = ("l2s", "rule", "combine", "select_rounds", "max_extensions", "scoring",
@@ -596,7 +600,7 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
 
     run = Path(__file__).parents[1] / "benchmarks" / "embedded_own_broad" / "suite.json"
     template = json.loads(run.read_text())["records"][0]  # a committed record's fields
-    newest = "dpp_selection_embedded_own_seeds_avg50_widened"
+    newest = "dpp_ensemble_embedded_own_seeds_avg50_widened"
     records = [
         {**template, "task": "t", "method": m, "accuracy": a}
         for m, a in (("dpp", 0.7), (newest, 0.9), ("pooling", 0.8))

@@ -5,8 +5,9 @@
   coordinate-ascent rounds by inner CV, the grid extended past an edge; the three winners'
   log-probabilities averaged), the reference of the committed records; every ``dpp_*``
   selection keeps the parameters it was recorded with (:data:`RECORDED`) but those it names,
-  so ``dpp_selection_embedded_own_seeds_avg50_widened`` is ``DPPClassifierCV()``'s default now
-  (``_avg50`` before the widened hold-out of its embedded member on small data,
+  so ``dpp_ensemble_embedded_own_seeds_avg50_widened`` is ``DPPClassifierCV()``'s default now
+  (``dpp_selection_embedded_own_seeds_avg50_widened`` before every member was kept, ``_avg50``
+  before the widened hold-out of its embedded member on small data,
   ``dpp_selection_embedded_own_seeds`` before the moving average of its embedded member,
   ``dpp_selection_embedded_own`` before its three seeds); ``dpp_proba`` and
   ``dpp_log_proba`` its two combinations, scored on one fit; ``dpp_best`` (the one

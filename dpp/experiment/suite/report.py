@@ -37,7 +37,9 @@ def _cell(values: np.ndarray, factor: float, digits: int) -> str:
 
 #: The suite's method for ``DPPClassifierCV()``'s defaults, the current first.
 DEFAULT_METHODS = {
-    "dpp_selection_embedded_own_seeds_avg50_widened": "`DPPClassifierCV()`'s defaults",
+    "dpp_ensemble_embedded_own_seeds_avg50_widened": "`DPPClassifierCV()`'s defaults",
+    "dpp_selection_embedded_own_seeds_avg50_widened": "`DPPClassifierCV()`'s defaults before "
+    "every member was kept",
     "dpp_selection_embedded_own_seeds_avg50": "`DPPClassifierCV()`'s defaults before the "
     "widened hold-out",
     "dpp_selection_embedded_own_seeds": "`DPPClassifierCV()`'s defaults before the moving average",
