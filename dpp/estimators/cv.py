@@ -134,23 +134,20 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             overfit where codes saturate: docs/defaults.md). Needs
             ``scoring="log_likelihood"``; ignored for the other estimators.
         rule: what the candidates' scores give: ``ensemble`` (the default: each member's
-            best candidate, a member being a pooling (and an embedding, and a seed of it)
-            with its ``K``, ``l2`` and rounds chosen among its own candidates; every member is
+            best candidate, a member being a pooling (and an embedding, and a seed of it) with
+            its ``K``, ``l2`` and rounds chosen among its own candidates; every member is
             refitted and their predictions combined by ``combine``,
             :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`; with one member it is
             ``best``), ``ensemble_selection`` (the members of ``ensemble`` whose combination
-            scores best on the folds, kept by forward selection,
-            :func:`~dpp.selection.forward_selection`; a dropped member is not refitted),
-            ``best`` (the highest mean validation score, one
+            scores best on the folds, kept by :func:`~dpp.selection.forward_selection`; a
+            dropped member is not refitted), ``best`` (the highest mean validation score, one
             refit), ``one_se`` (the simplest candidate within one standard error of the best:
             mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
             of its best round, :func:`fewest_rounds`) or ``corrected`` (the highest score less
             the optimism of choosing its rounds on the same folds, :func:`round_optimism`;
-            ``best_score_`` is that corrected score). Decided on the broad benchmark (210
-            units, docs/defaults.md): ``ensemble`` +1.2 ± 0.4 points over ``best``;
-            ``ensemble_selection`` with the embedded member +2.0 ± 0.3 over that, worse on no
-            family; with the member over three seeds, every member kept (``ensemble``)
-            +0.54 ± 0.22 over forward selection, worse on no family.
+            ``best_score_`` is that corrected score). Decided on the broad benchmark
+            (docs/defaults.md): ``ensemble`` +0.54 ± 0.22 points over ``ensemble_selection``
+            of the same members (210 units), worse on no family.
         combine: how the ensemble rules combine their members' predictions
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
             default; decided on the broad benchmark, docs/defaults.md), the mean of their
