@@ -29,8 +29,9 @@
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
   fix the pooling; ``dpp_max_ninit5`` and ``dpp_ninit5`` are ``dpp_max`` and ``dpp`` from the
-  best of five k-means runs (``kmeans_n_init=5``); ``dpp_embedded_mean`` and
-  ``dpp_embedded_max`` are DPP on a learned embedding
+  best of five k-means runs (``kmeans_n_init=5``); ``dpp_max_k2`` and ``dpp_max_kgrid``
+  ``dpp_max`` at twice the task's ``K`` and with ``K`` chosen from it and twice it;
+  ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned embedding
   (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16, no dropout: the class's former
   defaults), ``dpp_embedded`` the class's defaults, and
   ``dpp_embedded_{mean,max,gem}_dropout``, ``dpp_embedded_{max,gem}_dropout_normalized`` and
@@ -93,9 +94,13 @@ RECORDED_EMBEDDED = {"weight_average": 0.0, "widen_validation": False}
 RECORDED["embedding_options"] = RECORDED_EMBEDDED
 
 
-def _dpp_cv(pooling=None, base_options=None, **options):
+def _dpp_cv(pooling=None, base_options=None, k_factors=None, **options):
+    """A selection at the task's ``K`` (or over ``K`` times each of ``k_factors``)."""
+
     def make(k: int, seed: int):
         extra = {} if pooling is None else {"pooling": pooling}
+        if k_factors is not None:
+            extra["n_prototypes"] = tuple(f * k for f in k_factors)
         base = ESTIMATORS["dpp"](n_prototypes=k, random_state=seed, **(base_options or {}))
         cv = options.get("cv", 3)
         if cv == "repeated":  # 2 x 3 folds, the same rule on twice the folds
@@ -247,6 +252,10 @@ METHODS: dict[str, Callable] = {
     # no centre may land on a rare witness, and a max-pooled prototype does not move there)
     "dpp_max_ninit5": _dpp_cv(["max"], base_options={"kmeans_n_init": 5}),
     "dpp_ninit5": _dpp_cv(base_options={"kmeans_n_init": 5}),
+    # max pooling with twice the task's K, and with K chosen from (K, 2K) by the inner folds
+    # (issue 53: where a witness is rare, K centres may leave it without one)
+    "dpp_max_k2": _dpp_cv(["max"], k_factors=(2,)),
+    "dpp_max_kgrid": _dpp_cv(["max"], k_factors=(1, 2)),
     "dpp_gem": _dpp_cv(["gem"]),
     # selection rules: the simplest candidate within one s.e. of the best, and the best on
     # 2 x 3 repeated inner folds
