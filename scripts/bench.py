@@ -79,8 +79,9 @@ codes); then one epoch of mini-batch Adam (the
 ``--probe NAME [ARGS]``: one of the one-off probes kept in ``scripts/probes/`` (each with its
 own arguments, ``--probe NAME --help``): ``candidates`` (which candidates ``DPPClassifierCV()``
 considers, on the suite), ``defaults`` (which default keeps a plain ``DPPClassifier()`` out of
-saturation), ``saturation`` (stopping rules and a prior on beta on the witness tasks) and
-``batched_dpp`` (coordinate ascent under ``vmap``, and the batched kernel, ``--kernel``).
+saturation), ``saturation`` (stopping rules and a prior on beta on the witness tasks),
+``batched_dpp`` (coordinate ascent under ``vmap``, and the batched kernel, ``--kernel``) and
+``witness_outside`` (issue 53's evidence targets on witness problems outside the suite).
 """
 
 from __future__ import annotations
@@ -922,7 +923,7 @@ def scale(args) -> None:
 
 
 #: The one-off probes of ``--probe`` (``scripts/probes/<name>.py``, each with its ``main``).
-PROBES = ("batched_dpp", "candidates", "defaults", "saturation")
+PROBES = ("batched_dpp", "candidates", "defaults", "saturation", "witness_outside")
 
 
 def probe(name: str, argv: list[str]) -> None:

@@ -156,6 +156,22 @@ SECTIONS = (
         "instance_pairs": [("dpp_max_ninit5", "dpp_max", "proba_instance_auc")],
     },
     {
+        "title": "Issue 53: max pooling with more prototypes",
+        "folders": ("max_kmeans_inits", "max_prototypes"),
+        "purpose": "The five witness tasks, 3 draws x 5 folds (2-core CPU, beside other work: "
+        "seconds are proportions only): `DPPClassifierCV(pooling=['max'])` at the task's K "
+        "(`dpp_max`, K = 8) against twice that K (`dpp_max_k2`) and K chosen from both by the "
+        "inner folds (`dpp_max_kgrid`, `n_prototypes=(8, 16)`), each from one k-means run. "
+        "The folds where one k-means run left the rare witnesses of `witness_d20_r01` without a "
+        "centre are the question: a second remedy beside more k-means runs.",
+        "pairs": [("dpp_max_kgrid", "dpp_max"), ("dpp_max_k2", "dpp_max")],
+        "decision": None,
+        "instance_pairs": [
+            ("dpp_max_kgrid", "dpp_max", "proba_instance_auc"),
+            ("dpp_max_k2", "dpp_max", "proba_instance_auc"),
+        ],
+    },
+    {
         "title": "Issue 53: the default from several k-means runs, a first screen",
         "folders": ("default_kmeans_inits_screen",),
         "purpose": "The rare-witness task alone, 3 draws x 5 folds (2-core CPU, beside other "
