@@ -591,6 +591,10 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
         ("drop25", {"dropout": 0.25}),
     ):
         assert METHODS[f"dpp_embedded_{name}"](4, 0).get_params() == {**averaged, **moved}
+    maxed = {k: repr(v) for k, v in METHODS["dpp_max"](4, 0).get_params().items()}
+    for name, ks in (("k2", (8,)), ("kgrid", (4, 8))):  # the task's K moved alone
+        moved = {k: repr(v) for k, v in METHODS[f"dpp_max_{name}"](4, 0).get_params().items()}
+        assert moved == {**maxed, "n_prototypes": repr(ks)}
     assert METHODS["attention_mil"](4, 0).widen_validation is False  # the network's default
     raw = METHODS["dpp"](4, 0)
     assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
