@@ -595,6 +595,8 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     for name, ks in (("k2", (8,)), ("kgrid", (4, 8))):  # the task's K moved alone
         moved = {k: repr(v) for k, v in METHODS[f"dpp_max_{name}"](4, 0).get_params().items()}
         assert moved == {**maxed, "n_prototypes": repr(ks)}
+    gridded = METHODS["dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid"](4, 0).get_params()
+    assert {k: repr(v) for k, v in gridded.items()} == {**params[0], "n_prototypes": "(4, 8)"}
     assert METHODS["attention_mil"](4, 0).widen_validation is False  # the network's default
     raw = METHODS["dpp"](4, 0)
     assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS

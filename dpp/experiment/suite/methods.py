@@ -24,7 +24,7 @@
   now; ``_cv5``: both with ``DPPClassifierCV()``'s
   own 5 inner folds instead of the suite's 3), ``dpp_ensemble_embedded_own`` (those four
   members, all kept: ``rule="ensemble"``; ``_seeds_avg50_widened``: the default's six, all
-  kept), ``dpp_1se``,
+  kept; ``_kgrid``: those, each raw member's ``K`` from the task's and twice it), ``dpp_1se``,
   ``dpp_repeated`` and ``dpp_corrected`` (other selection rules), ``dpp_ensemble`` (the
   default's ensemble built from three separate selections) and ``dpp_seeds`` (mean pooling
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
@@ -309,6 +309,13 @@ METHODS: dict[str, Callable] = {
     # the default's six members (three poolings, the embedded member over three seeds), every
     # one kept: the inner folds' held-out sets choose no member
     "dpp_ensemble_embedded_own_seeds_avg50_widened": _dpp_cv(
+        **{**_OWN_SEEDS, "rule": "ensemble"},
+        embedding_options={"weight_average": 0.5, "widen_validation": True},
+    ),
+    # the default with each raw-vector member's K chosen from the task's K and twice it (what
+    # lifted max pooling alone on every family: issue 53)
+    "dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid": _dpp_cv(
+        k_factors=(1, 2),
         **{**_OWN_SEEDS, "rule": "ensemble"},
         embedding_options={"weight_average": 0.5, "widen_validation": True},
     ),
