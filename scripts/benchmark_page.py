@@ -157,15 +157,17 @@ SECTIONS = (
     },
     {
         "title": "Issue 53: max pooling with more prototypes",
-        "folders": ("max_kmeans_inits", "max_prototypes"),
-        "purpose": "The five witness tasks, 3 draws x 5 folds (2-core CPU, beside other work: "
-        "seconds are proportions only): `DPPClassifierCV(pooling=['max'])` at the task's K "
-        "(`dpp_max`, K = 8) against twice that K (`dpp_max_k2`) and K chosen from both by the "
-        "inner folds (`dpp_max_kgrid`, `n_prototypes=(8, 16)`), each from one k-means run. "
-        "The folds where one k-means run left the rare witnesses of `witness_d20_r01` without a "
-        "centre are the question: a second remedy beside more k-means runs.",
+        "folders": ("max_kmeans_inits", "max_prototypes", "max_prototypes_rest"),
+        "purpose": "Every task, 3 draws x 5 folds (2-core CPU, beside other work: seconds are "
+        "proportions only): `DPPClassifierCV(pooling=['max'])` at the task's K (`dpp_max`) "
+        "against K chosen from that K and twice it by the inner folds (`dpp_max_kgrid`, "
+        "`n_prototypes=(K, 2K)`), and on the five witness tasks against twice the K alone "
+        "(`dpp_max_k2`), each from one k-means run. The folds where one k-means run left the "
+        "rare witnesses of `witness_d20_r01` without a centre are the question: a second "
+        "remedy beside more k-means runs. Max pooling is one member of the default, so the "
+        "decision table says what the rule would make of K's choice for max pooling alone.",
         "pairs": [("dpp_max_kgrid", "dpp_max"), ("dpp_max_k2", "dpp_max")],
-        "decision": None,
+        "decision": (("dpp_max_kgrid",), "dpp_max"),
         "instance_pairs": [
             ("dpp_max_kgrid", "dpp_max", "proba_instance_auc"),
             ("dpp_max_k2", "dpp_max", "proba_instance_auc"),
