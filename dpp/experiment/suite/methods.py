@@ -30,7 +30,7 @@
   over three k-means seeds); ``dpp_mean`` (the paper's pooling), ``dpp_max`` and ``dpp_gem``
   fix the pooling; ``dpp_max_ninit5`` and ``dpp_ninit5`` are ``dpp_max`` and ``dpp`` from the
   best of five k-means runs (``kmeans_n_init=5``); ``dpp_max_k2`` and ``dpp_max_kgrid``
-  ``dpp_max`` at twice the task's ``K`` and with ``K`` chosen from it and twice it;
+  are ``dpp_max`` at twice the task's ``K`` and with ``K`` chosen from it and twice it;
   ``dpp_embedded_mean`` and ``dpp_embedded_max`` are DPP on a learned embedding
   (``EmbeddedDPPClassifier(embedding=(256, 128, 64))``, K = 16, no dropout: the class's former
   defaults), ``dpp_embedded`` the class's defaults, and
