@@ -712,6 +712,25 @@ SECTIONS = (
                   ("dpp_selection_embedded_own_seeds_avg50_widened",
                    ("attention_mil_cv", "gated_mil_cv", "deep_sets_cv"))],
     },
+    {
+        "title": "Issue 53: the default with each raw member's K from K and 2K",
+        "folders": ("ensemble_kgrid_broad", "ensemble_seeds_broad"),
+        "purpose": "Every task in the order run, 3 draws x 5 folds (2-core CPU, beside other "
+        "work: seconds are proportions only): the "
+        "default's six members every one kept, each raw-vector member's K chosen by the inner "
+        "folds from the task's K and twice it "
+        "(`dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid`, the embedded member "
+        "unchanged), against the default "
+        "(`dpp_ensemble_embedded_own_seeds_avg50_widened`). Max pooling alone gained +3.20 "
+        "points from K's choice on every task (\"Issue 53: max pooling with more "
+        "prototypes\"); this run decides whether the default's raw members should choose too.",
+        "pairs": [("dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid",
+                   "dpp_ensemble_embedded_own_seeds_avg50_widened")],
+        "decision": (("dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid",),
+                     "dpp_ensemble_embedded_own_seeds_avg50_widened"),
+        "instance_pairs": [("dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid",
+                            "dpp_ensemble_embedded_own_seeds_avg50_widened", "proba_instance_auc")],
+    },
 )  # fmt: skip
 
 
