@@ -310,7 +310,7 @@ def train_together(
 ) -> list[tuple[eqx.Module, FitReport, np.ndarray]]:
     """:func:`train_with_early_stopping` of several members, batched into one program per shape.
 
-    The fixed-step decision of issue 34: members (e.g. a selection's folds x ``l2`` values x
+    Fixed-step epochs: members (e.g. a selection's folds x ``l2`` values x
     seeds) whose networks, buckets and validation sets have the same shapes and whose
     :class:`~dpp.networks.training.TrainSettings` are equal but for the learning rate and the
     weight decay (traced: :meth:`~dpp.networks.training.TrainSettings.rates`) run their
@@ -435,7 +435,7 @@ def fit_together(estimators: list, training: list, chunk: int | None = None) -> 
     Each estimator ends as ``estimator.fit(sets)`` alone would (bit for bit with ``chunk=1``):
     its own preprocessing, split, start, shuffles and early stopping; only the epochs run
     batched (:func:`train_together`). What a selection gives it: inner folds x candidates x
-    seeds (``DPPClassifierCV`` over DPP on an embedding, the decision of issue 34).
+    seeds (``DPPClassifierCV`` over DPP on an embedding).
 
     Args:
         estimators: unfitted estimators trained by Adam epochs (:class:`AdamTrained`:

@@ -318,7 +318,7 @@ def seeded_embeddings(groups: list, own: dict, seeds: int, seed: int) -> tuple[l
     """``(groups, own)`` with each ``own`` member on an embedding over ``seeds`` seeds.
 
     The group (the estimator's own seed) and ``seeds - 1`` more, seeded ``seed + 1``,
-    ``seed + 2``, ..., each a member of the ensemble (issue 52: a network's fit varies with
+    ``seed + 2``, ..., each a member of the ensemble (a network's fit varies with
     its start, split, set order and dropout; an average over seeds, a deep ensemble,
     Lakshminarayanan, Pritzel & Blundell 2017, varies less).
 

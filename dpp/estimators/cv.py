@@ -62,8 +62,8 @@ from dpp.solvers.progress import bar, say
 
 logger = logging.getLogger(__name__)
 
-#: :class:`DPPClassifierCV`'s former defaults (until issue 52): the paper's model on the raw
-#: vectors alone, every pooling's winner combined; no network, half the time (docs/defaults.md).
+#: The paper's model alone, on the raw vectors: every pooling's winner combined, no member on
+#: a learned embedding; about half the default's time (docs/defaults.md).
 RAW_VECTORS = MappingProxyType({"embedding": (None,), "rule": "ensemble"})
 
 
@@ -293,7 +293,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         candidates, own = seeded_embeddings(candidates, own, self.embedding_seeds, seed)
         search = CandidateSearch(base, sets, folds, self.scoring, by_round, self.n_jobs, candidates)
         # the grid's fits and the refits are known now: the bar's total grows only by the
-        # values added past an edge (issue 56: it had grown from 0 as the fits were planned)
+        # values added past an edge
         members = len({g.member() for g in candidates})
         refits = members if self.rule in ENSEMBLE_RULES and members > 1 else 1
         per_fold = sum(1 if g in own else len(set(self.l2s)) for g in candidates)

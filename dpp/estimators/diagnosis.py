@@ -1,4 +1,4 @@
-"""An Adam-trained estimator's fit, epoch by epoch: why it stops improving (issue 52).
+"""An Adam-trained estimator's fit, epoch by epoch: why it stops improving.
 
 :func:`trace_training` runs the monitored fit of an estimator trained by Adam epochs
 (:class:`~dpp.EmbeddedDPPClassifier`, :class:`~dpp.AttentionMILClassifier`,

@@ -44,7 +44,7 @@ from dpp.solvers.coordinate_ascent import FitSettings, fit_classifier
 _FIT = FitSettings()
 _TRAIN = training.TrainSettings()
 #: The default candidate weight decays on the embedding: the networks' 5e-3 and 40 times it,
-#: the one its own early stopping holds out best kept (``docs/benchmarks.md``, issue 52).
+#: the one its own early stopping holds out best kept (``docs/benchmarks.md``).
 EMBEDDED_DECAYS = (_TRAIN.weight_decay, 0.2)
 #: The default embedding: ReLU layers of these widths (the neural baselines' 256-128-64).
 WIDTHS = (256, 128, 64)

@@ -1,6 +1,6 @@
 """Neural set classifiers as dpp estimators: attention MIL pooling and Deep Sets / MI-Net.
 
-What a practitioner tries beside DPP (issue 33), with the interface of every dpp estimator:
+What a practitioner tries beside DPP, with the interface of every dpp estimator:
 ``fit(sets, y, sample_weight=None)``, ``predict_proba``, class labels of any type and soft
 labels (the loss is eq. 17's soft-label log-likelihood), multi-class softmax, ``random_state``,
 ``save``/:func:`dpp.load`, a :class:`~dpp.errors.FitWarning` for a fit that does not end clean,

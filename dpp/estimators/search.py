@@ -293,8 +293,8 @@ class CandidateSearch:
 
         Every fold x ``l2`` fit starts from k-means of its embedded part (no warm start),
         stops early on its own held-out share of the fold and is trained by Adam epochs, so
-        all of them run batched (:func:`~dpp.estimators.adam.fit_together`, the fixed-step
-        decision of issue 34): each ends as its fit alone would. Fits started by
+        all of them run batched (:func:`~dpp.estimators.adam.fit_together`, fixed-step
+        epochs): each ends as its fit alone would. Fits started by
         :meth:`beside` are waited for.
         """
         pending = self.pending.get((group, float(path[0]))) if len(path) == 1 else None

@@ -175,7 +175,7 @@ def fit_dpp(
             early.folds, int(np.ceil(validation_fraction * train.num_sets)), early.best,
             early.validation_sets,
         )  # fmt: skip
-    if skipped and verbose:  # where verbose reaches: stderr in a plain session (issue 56)
+    if skipped and verbose:  # where verbose reaches: stderr in a plain session
         say(logger, "%s", skipped)
     elif skipped:
         logger.info("%s", skipped)

@@ -1,6 +1,6 @@
 r"""The neural set classifiers' layers and models, on Equinox.
 
-What a practitioner tries besides pooled features (issue 33), and DPP as the pooling layer of a
+What a practitioner tries besides pooled features, and DPP as the pooling layer of a
 learned embedding:
 
 * :class:`AttentionMIL`: attention-based multiple-instance pooling (Ilse, Tomczak & Welling,
