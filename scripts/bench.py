@@ -51,8 +51,8 @@ two fresh processes that share nothing but the persistent compilation cache, on 
 (a temporary ``$XDG_CACHE_HOME``): the README example (``DPPClassifierCV(DPPClassifier(
 n_prototypes=4))`` on 150 sets of 2-13 vectors in 5-D, predictions on 50 and then 5 new sets, a
 second selection on 150 other sets of the same kind, ``AttentionMILClassifier()`` on the
-first sets in the same process, the first selection on the raw vectors alone,
-``DPPClassifierCV(**RAW_VECTORS)``, the default before issue 52's embedded member, and the
+first sets in the same process, then the selection on the raw vectors alone,
+``DPPClassifierCV(**RAW_VECTORS)`` (the paper's model, no embedded member), and the
 suite's ``attention_mil_cv``, its learning rate and weight decay chosen by 3-fold CV), the
 raw-vector selection first in its own processes (then ``AttentionMILClassifier()``), and a
 10-fold loop of ``DPPClassifierCV()`` over a generated multiple-instance problem (100 bags of
