@@ -35,7 +35,11 @@ def cv_folds(
     """
     labels = np.asarray(labels)
     if folds < 2 or labels.shape[0] < folds:
-        raise ValueError(f"cross-validation needs 2 <= folds <= N, got folds={folds}")
+        raise ValueError(
+            f"cross-validation needs 2 <= folds <= N (the number of training sets), got "
+            f"folds={folds} and N={labels.shape[0]}"
+            + (f": pass cv={labels.shape[0]} or more sets" if labels.shape[0] >= 2 else "")
+        )
     strata = np.argmax(labels, axis=1)
     if groups is not None:
         groups = np.asarray(groups)

@@ -130,15 +130,21 @@ class RaggedSets:
             A validated :class:`RaggedSets` in the disjoint layout.
 
         Raises:
-            ValueError: no sets, a set that is empty or not 2-D, sets of different dimensions,
-                NaN/inf in the vectors, and every error of :meth:`from_flat`.
+            ValueError: no sets, a set that is empty or not 2-D, a set whose values are not
+                numbers (strings, objects), sets of different dimensions, NaN/inf in the
+                vectors, and every error of :meth:`from_flat`.
         """
         if len(vectors) == 0:
-            raise ValueError("no sets given: `vectors` is an empty list")
+            raise ValueError("no sets given: X is an empty list; pass at least one [M_n, D] set")
         arrays = [np.asarray(v) for v in vectors]
         for n, v in enumerate(arrays):
             if v.ndim != 2:
                 raise ValueError(f"set {n} has shape {v.shape}; each set must be a [M_n, D] array")
+            if not (np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_):
+                raise ValueError(
+                    f"set {n} holds {v.dtype} values ({v.flat[0]!r}, ...); features must be "
+                    "numbers: encode strings and categories as numbers first"
+                )
             if v.shape[0] == 0:
                 raise ValueError(
                     f"set {n} is empty (0 vectors); every set needs at least one vector"
@@ -261,6 +267,11 @@ class RaggedSets:
         labels = None if labels is None else np.asarray(labels)
         if vectors.ndim != 2:
             raise ValueError(f"vectors must be a [T, D] array, got shape {vectors.shape}")
+        if not (np.issubdtype(vectors.dtype, np.number) or vectors.dtype == np.bool_):
+            raise ValueError(
+                f"vectors hold {vectors.dtype} values; features must be numbers: encode strings "
+                "and categories as numbers first"
+            )
         if set_ids.ndim != 1:
             raise ValueError(f"set_ids must be a [T] array, got shape {set_ids.shape}")
         if labels is not None and labels.ndim != 2:

@@ -1,8 +1,9 @@
 """Reading ``X``, ``y`` and ``sample_weight`` as every estimator over sets does.
 
-See :mod:`dpp.estimators` for the input conventions: a list of ``[M_n, D]`` arrays, a
-``(vectors, set_ids)`` pair, or :class:`~dpp.sets.RaggedSets`; ``y`` as ``[N]`` class labels
-or ``[N, C]`` soft labels.
+See :mod:`dpp.estimators` for the input conventions: a list of ``[M_n, D]`` arrays, an
+``[N, M, D]`` array (``N`` sets of ``M`` vectors each), a ``(vectors, set_ids)`` pair, or
+:class:`~dpp.sets.RaggedSets`; ``y`` as ``[N]`` class labels or ``[N, C]`` soft labels
+(``C >= 2``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ def as_sets(X, dtype=np.float32) -> RaggedSets:
     A :class:`RaggedSets` is returned as it is (labels included).
 
     Raises:
-        ValueError: no sets, an empty set, a set that is not 2-D, mismatched dimensions, NaN or
-            inf, set ids that are not integers or do not match the vectors.
+        ValueError: no sets, an empty set, a set that is not 2-D, a set of strings or other
+            non-numbers, mismatched dimensions, NaN or inf, set ids that are not integers or do
+            not match the vectors, an array that is neither ``[N, M, D]`` nor of objects.
     """
     if isinstance(X, RaggedSets):
         return X
@@ -38,8 +40,13 @@ def as_sets(X, dtype=np.float32) -> RaggedSets:
         )
     if isinstance(X, np.ndarray) and X.dtype != object and X.ndim != 3:
         raise ValueError(
-            f"X must be a list of [M_n, D] arrays, a (vectors, set_ids) pair or RaggedSets; "
-            f"got an array of shape {X.shape}"
+            f"X must be a list of [M_n, D] arrays, an [N, M, D] array of sets of equal size, a "
+            f"(vectors, set_ids) pair or RaggedSets; got an array of shape {X.shape}"
+        )
+    if isinstance(X, str) or not hasattr(X, "__len__"):
+        raise ValueError(
+            f"X must be a list of [M_n, D] arrays, an [N, M, D] array of sets of equal size, a "
+            f"(vectors, set_ids) pair or RaggedSets; got {type(X).__name__}"
         )
     return RaggedSets.from_list(list(X), None, dtype=dtype)
 
@@ -84,6 +91,11 @@ def _labels(y, num_sets: int) -> tuple[np.ndarray, np.ndarray, bool]:
     if y.ndim == 2:
         if not np.issubdtype(y.dtype, np.number):
             raise ValueError(f"soft labels must be numbers, got dtype {y.dtype}")
+        if y.shape[1] < 2:
+            raise ValueError(
+                f"soft labels need a column per class and at least 2 classes; y has shape "
+                f"{y.shape} (one class): pass [N] class labels, or [N, C] with C >= 2"
+            )
         return y.astype(np.float64), np.arange(y.shape[1]), True
     if y.ndim != 1:
         raise ValueError(f"y must be [N] class labels or [N, C] soft labels, got {y.shape}")
@@ -115,7 +127,8 @@ def labelled_sets(X, y=None, sample_weight=None) -> tuple[RaggedSets, np.ndarray
         ``[C]`` class values (``arange(C)`` for soft labels).
 
     Raises:
-        ValueError: no labels, a count mismatch, fewer than 2 classes, labels off the simplex,
+        ValueError: no labels, a count mismatch, fewer than 2 classes (one soft-label column
+            too), labels off the simplex,
             negative weights, and the errors of :func:`as_sets`.
     """
     sets = as_sets(X)
