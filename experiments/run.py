@@ -21,6 +21,7 @@ max_failure_rate; results.json of the job says why) and the other jobs still run
 
 import logging
 import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -28,15 +29,20 @@ from hydra.types import RunMode
 from omegaconf import DictConfig
 
 from dpp.errors import USER_ERRORS, NonFiniteResultError, RunInterrupted
+from dpp.experiment.config_check import unknown_override_keys
 from dpp.experiment.runner import run
 
 logger = logging.getLogger("dpp")
 
 EXIT_CODES = {"SIGINT": 130, "SIGTERM": 143}
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+_started = False  # whether Hydra composed the config and called main
 
 
 @hydra.main(config_path="../configs", config_name="config", version_base="1.3")
 def main(cfg: DictConfig) -> float | None:
+    global _started
+    _started = True
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
         results = run(cfg)
@@ -57,4 +63,10 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except SystemExit as stop:
+        if stop.code == 1 and not _started:  # Hydra refused the overrides: say what was meant
+            for message in unknown_override_keys(sys.argv[1:], CONFIGS):
+                print(message, file=sys.stderr)
+        raise

@@ -8,8 +8,10 @@ dataclasses and loaders, so a bad value fails in a second, not after the data ha
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
@@ -105,9 +107,81 @@ def _method(cfg: DictConfig, prefix: str) -> None:
             estimator.set_params(optimizer=_get(cfg, "optimizer.name"))
         estimator.check_params()
     except TypeError as err:
+        unknown = sorted(set(node) - set(cls().get_params()))
+        if unknown:  # a mistyped +key: name it and its near neighbours
+            raise ConfigError(
+                f"{prefix}.{unknown[0]}: {cls.__name__} has no parameter {unknown[0]!r}"
+                + did_you_mean(unknown[0], cls().get_params(), f"{prefix}.")
+            ) from None
         raise ConfigError(f"{prefix}: {err}") from None
     except ValueError as err:
         raise ConfigError(f"{prefix}.{err}") from None
+
+
+def did_you_mean(key: str, options: Iterable[str], prefix: str = "") -> str:
+    """``"; did you mean prefix.option?"`` for the options within two edits of ``key``, else ``""``.
+
+    Close means a similarity ratio of at least 0.8 (:func:`difflib.get_close_matches`), or an
+    edit distance of at most 2 for short names: ``n_prototype`` finds ``n_prototypes``,
+    ``l3`` finds ``l2``.
+    """
+    options = [str(o) for o in options]
+    close = [o for o in options if _edits(key, o) <= 2 and _edits(key, o) < max(len(key), 2)]
+    close += [o for o in difflib.get_close_matches(key, options, n=3, cutoff=0.8) if o not in close]
+    close.sort(key=lambda o: _edits(key, o))
+    if not close:
+        return ""
+    return "; did you mean " + " or ".join(f"{prefix}{o}" for o in close[:3]) + "?"
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions) between two short names."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def unknown_override_keys(overrides: Sequence[str], config_dir: str | Path) -> list[str]:
+    """One message for each ``key=value`` override whose key the composed config lacks.
+
+    The config is composed with the overrides that pick config groups (``experiment=...``,
+    ``model=...``), so the keys are those of the run asked for; ``+key``, ``~key``, ``hydra.``
+    keys and flags are left to Hydra. Each message names the key and, where a key within two
+    edits exists beside it, suggests it (``model.n_prototype`` -> ``model.n_prototypes``). Used
+    after Hydra has refused an override, to say what was meant.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    import dpp.experiment.config_store  # noqa: F401 (the estimators' defaults, as a run has them)
+
+    config_dir = Path(config_dir).resolve()
+    pairs = [a.split("=", 1) for a in overrides if "=" in a and not a.startswith(("-", "+", "~"))]
+    groups = [f"{k}={v}" for k, v in pairs if "/" in k or "@" in k or (config_dir / k).is_dir()]
+    keys = [k for k, _ in pairs if f"{k}={_}" not in groups and not k.startswith("hydra.")]
+    if not keys:
+        return []
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            cfg = compose("config", overrides=[g for g in groups if not g.startswith("hydra/")])
+    except Exception:  # a bad group choice: Hydra's own message said so
+        return []
+    finally:
+        GlobalHydra.instance().clear()
+    messages = []
+    for key in keys:
+        if OmegaConf.select(cfg, key, default="__missing__") != "__missing__":
+            continue
+        parent, _, last = key.rpartition(".")
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        options = list(node.keys()) if isinstance(node, DictConfig) else []
+        hint = did_you_mean(last, options, f"{parent}." if parent else "")
+        messages.append(f"{key} is not a key of this run's config{hint}")
+    return messages
 
 
 def check_config(cfg: DictConfig, figures: Iterable[str], reports) -> None:
