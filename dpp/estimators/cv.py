@@ -91,8 +91,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         pooling: candidate poolings of a :class:`DPPClassifier` (:mod:`dpp.pooling`: ``mean``,
             the paper's; ``max``; ``gem``), chosen by the same folds as ``l2`` and the rounds;
             ``None``: the estimator's own (what the baselines, which have no pooling, get).
-            All three by default: the task says which tells its class (the generalised mean
-            +6.5 points on the 30-D proportion task for 1.5x the time, docs/defaults.md).
+            All three by default: the task says which tells its class (decided on the broad
+            benchmark, docs/defaults.md).
         embedding: candidate embeddings: ``None`` for the paper's model, widths such as
             ``(256, 128, 64)`` for an :class:`~dpp.EmbeddedDPPClassifier` with the estimator's
             shared parameters (:meth:`~dpp.EmbeddedDPPClassifier.like`; it stops early on its
@@ -110,7 +110,8 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             (:func:`~dpp.estimators.candidates.resolved_embeddings`).
         embedding_seeds: each ``own`` member on an embedding over this many seeds, each a
             member (:func:`~dpp.estimators.candidates.seeded_embeddings`); 1: its own alone.
-            3 by default: +0.77 points over 210 units of the broad benchmark (docs/defaults.md).
+            3 by default: seeds of one network disagree, and their average is the steadier
+            member (decided on the broad benchmark, docs/defaults.md).
         seeds_together: forward selection keeps or drops an embedding's seeds as one block.
         embedding_options: other :class:`~dpp.EmbeddedDPPClassifier` parameters of the members
             on an embedding over a ``DPPClassifier`` (e.g. ``{"weight_average": 0.5}``; ``None``:
@@ -145,9 +146,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
             of its best round, :func:`fewest_rounds`) or ``corrected`` (the highest score less
             the optimism of choosing its rounds on the same folds, :func:`round_optimism`;
-            ``best_score_`` is that corrected score). Decided on the broad benchmark
-            (docs/defaults.md): ``ensemble`` +0.54 ± 0.22 points over ``ensemble_selection``
-            of the same members (210 units), worse on no family.
+            ``best_score_`` is that corrected score). ``ensemble`` is the default: keeping every
+            member beat forward selection among the same members on the broad benchmark
+            (docs/defaults.md).
         combine: how the ensemble rules combine their members' predictions
             (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
             default; decided on the broad benchmark, docs/defaults.md), the mean of their
@@ -158,10 +159,12 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             thread, where the process has two cores or more). The (candidate, fold) fits
             run in joblib threads (the programs release the GIL), each fit, and so the
             selection, bit for bit the same with any ``n_jobs``.
-        verbose: a progress bar over the fits (candidates x folds, the grid's extensions and
-            the refits; ``tqdm``, on stderr) and a closing line with the choice, its
-            validation score, the class prior's and how many candidates' fold fits did not
-            end clean. The fits' own ``verbose`` is the estimator's.
+        verbose: ``"auto"`` (the default): a progress bar over the fits (candidates x folds,
+            the grid's extensions and the refits; ``tqdm``, on stderr, its ETA leaving out
+            compilation) where stderr is a terminal, nothing in a pipe or a log; ``True``:
+            the bar always, and a closing line with the choice, its validation score, the
+            class prior's and how many candidates' fold fits did not end clean; ``False``:
+            silent. The fits' own ``verbose`` is the estimator's.
 
     Warnings: a candidate's fold fit that does not end clean is a row of ``cv_results_``, not
     a warning (the search chose around it); the chosen candidates' are
@@ -219,6 +222,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         "combine": check.Choice(COMBINES),
         "embedding_grid": check.Choice(EMBEDDING_GRIDS),
         "embedding_seeds": check.Int(1), "seeds_together": check.Bool(),
+        "verbose": check.Literal("auto", check.Bool()),
     }  # fmt: skip
 
     def __init__(
@@ -239,7 +243,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         rule: str = "ensemble",
         combine: str = "log_proba",
         n_jobs: int | None = None,
-        verbose: bool = False,
+        verbose: bool | str = "auto",
     ):
         self.estimator = estimator
         self.l2s = l2s
@@ -298,10 +302,10 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         refits = members if self.rule in ENSEMBLE_RULES and members > 1 else 1
         per_fold = sum(1 if g in own else len(set(self.l2s)) for g in candidates)
         search.planned = per_fold * len(folds) + refits
-        progress = bar(search.planned, type(self).__name__, bool(self.verbose))
+        progress = bar(search.planned, type(self).__name__, self.verbose)
         with progress as search.bar, stopped(search.pending):  # no thread outlives the fit
             self._search(search, base, candidates, by_round, sets, classes, own)
-        if self.verbose:
+        if self.verbose is True:
             say(logger, "%s: %s", type(self).__name__, self._summary())
         return self
 

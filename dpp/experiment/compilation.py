@@ -25,11 +25,10 @@ from dpp.solvers.cache import (  # noqa: F401 (re-exported: their home before)
     use_compilation_cache,
     user_compilation_cache,
 )
+from dpp.solvers.progress import BACKEND_COMPILE_EVENT, PREPARE_EVENTS
 
 logger = logging.getLogger(__name__)
 
-#: JAX's monitoring event of one XLA backend compilation (with its duration).
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 #: JAX's monitoring event of a program found in the persistent cache.
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
@@ -54,6 +53,8 @@ class CompileCounter:
         compiles: XLA backend compilations started inside the block (a program loaded from the
             persistent cache counts here too, and in ``cache_hits``).
         seconds: wall-clock seconds of those compilations.
+        prepare_seconds: seconds of the work before them: tracing Python to jaxprs and
+            lowering those to MLIR (a program found in memory costs neither).
         cache_hits: programs loaded from the persistent compilation cache.
         names: the name of each compiled function (``jit(coordinate_ascent)``...), in order.
         durations: the seconds of each compilation, in the order of ``names``.
@@ -64,6 +65,7 @@ class CompileCounter:
     def __init__(self):
         self.compiles = 0
         self.seconds = 0.0
+        self.prepare_seconds = 0.0
         self.cache_hits = 0
         self.names: list[str] = []
         self.durations: list[float] = []
@@ -72,6 +74,9 @@ class CompileCounter:
         self._hit = threading.local()  # a cache hit seen in this thread's open compilation
 
     def _on_duration(self, event: str, duration: float, fun_name: str = "?", **_) -> None:
+        if event in PREPARE_EVENTS:
+            with self._lock:
+                self.prepare_seconds += duration
         if event == BACKEND_COMPILE_EVENT:
             with self._lock:
                 self.compiles += 1
