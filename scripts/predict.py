@@ -31,14 +31,37 @@ from dpp.solvers.cache import enable_persistent_cache
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", type=Path)
-    parser.add_argument("sets", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("predictions.csv"))
-    parser.add_argument("--set-column", default="set_id")
-    parser.add_argument("--label-column", default="label")
-    parser.add_argument("--features", default=None, help="comma-separated feature columns")
-    parser.add_argument("--no-vectors", action="store_true", help="no per-vector scores file")
-    parser.add_argument("--no-compilation-cache", action="store_true")
+    parser.add_argument(
+        "model", type=Path,
+        help="a model file: written by clf.save(...) or a run's models/<method>.npz",
+    )  # fmt: skip
+    parser.add_argument(
+        "sets", type=Path,
+        help="the sets to predict: a sets file (.npz, CSV or Parquet), labelled or not",
+    )  # fmt: skip
+    parser.add_argument(
+        "--out", type=Path, default=Path("predictions.csv"),
+        help="the predictions CSV, one row per set (default: %(default)s); the per-vector "
+        "scores go beside it as <out>_vectors.csv",
+    )  # fmt: skip
+    parser.add_argument(
+        "--set-column", default="set_id",
+        help="CSV/Parquet sets: the column of set ids (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--label-column", default="label",
+        help="CSV/Parquet sets: the column of labels, if any (default: %(default)s); with "
+        "labels the accuracy is printed",
+    )  # fmt: skip
+    parser.add_argument(
+        "--features", default=None,
+        help="CSV/Parquet sets: comma-separated feature columns (default: every other column)",
+    )  # fmt: skip
+    parser.add_argument("--no-vectors", action="store_true", help="write no per-vector scores file")
+    parser.add_argument(
+        "--no-compilation-cache", action="store_true",
+        help="do not use JAX's persistent compilation cache (.cache/jax or $DPP_CACHE_DIR/jax)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     if not args.no_compilation_cache:
         enable_persistent_cache(default_cache_dir() / "jax")

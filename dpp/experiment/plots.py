@@ -68,7 +68,8 @@ def figure1(
     set_class = np.argmax(np.asarray(train.labels), axis=1)
     point_class = set_class[np.asarray(train.set_ids)]
     names = list(class_names) or [f"class {c}" for c in range(train.num_classes)]
-    fig, axes = plt.subplots(2, 2, figsize=(10, 8.5))
+    fig, axes = plt.subplots(2, 2, figsize=(10, 9.5))
+    out_of_view = []
     for ax, model, title in (
         (axes[0, 0], standard, "(a) data and k-means centres"),
         (axes[0, 1], dpp, "(b) data and DPP centres"),
@@ -76,11 +77,13 @@ def figure1(
         for c in range(train.num_classes):
             sel = point_class == c
             ax.scatter(*vectors[sel].T, s=6, alpha=0.5, color=COLOURS[c % 6], label=names[c])
-        _centres_in_view(ax, np.asarray(model.prototypes, np.float64), vectors)
+        out_of_view += _centres_in_view(ax, np.asarray(model.prototypes, np.float64), vectors)
         ax.set_title(title)
         ax.set_xlabel("$x_1$")
         ax.set_ylabel("$x_2$")
-        ax.legend(fontsize=8, loc="best", framealpha=0.6)
+        # below the panel: a legend never covers the data or an arrow
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+                  frameon=False)  # fmt: skip
     order = np.argsort(set_class, kind="stable")
     for ax, model, title in (
         (axes[1, 0], standard, "(c) standard prototype representation z"),
@@ -95,7 +98,8 @@ def figure1(
             ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
             ax.set_xlabel("set")
             ax.set_ylabel("$z_1$ (= 1 - $z_2$)")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2,
+                      frameon=False)  # fmt: skip
         else:
             im = ax.imshow(z[order], aspect="auto", interpolation="nearest", cmap="viridis",
                            vmin=0.0, vmax=1.0)  # fmt: skip
@@ -108,16 +112,28 @@ def figure1(
     fig.suptitle(
         f"training sets ({train.num_sets}), the sets both models were fitted on", fontsize=10
     )
-    fig.tight_layout()
+    if out_of_view:
+        fig.text(
+            0.5, 0.005, "Arrows point at centres out of view. With one shared beta, centres far "
+            "from the data make the soft assignment (eq. 3) a linear softmax in x:\nwhat lies "
+            "between the data and a far centre is a direction, not a place (docs/paper.md, "
+            "section 4.1).", ha="center", va="bottom", fontsize=8, color="0.25",
+        )  # fmt: skip
+    fig.tight_layout(rect=(0, 0.04 if out_of_view else 0, 1, 1))
     return save_figure(fig, path)
 
 
-def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
-    """Draws ``[K, 2]`` centres on a panel whose limits are the data's.
+#: Colours of the arrows that point at centres out of view (none is a class's colour).
+ARROW_COLOURS = ("black", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 
-    A centre outside the data's box (beyond 10 % of its span) is drawn as an arrow at the edge,
-    pointing at it and labelled ``mu_k``; a box in the corner gives each one's distance from the
-    data's mean. Far-out centres no longer shrink the data to a dot.
+
+def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> list[int]:
+    """Draws ``[K, 2]`` centres on a panel whose limits are the data's; returns those out of view.
+
+    A centre outside the data's box (beyond 10 % of its span) is drawn as a short arrow at the
+    edge, pointing at it, in a colour of its own; its legend entry names it and gives its
+    distance from the data's mean. Far-out centres no longer shrink the data to a dot, and no
+    label is drawn inside the panel, so none covers the data or the legend.
     """
     lo, hi = np.min(vectors, axis=0), np.max(vectors, axis=0)
     pad = 0.1 * np.maximum(hi - lo, 1e-12)
@@ -125,39 +141,27 @@ def _centres_in_view(ax, centres: np.ndarray, vectors: np.ndarray) -> None:
     inside = np.all((centres >= lo) & (centres <= hi), axis=1)
     ax.scatter(*centres[inside].T, s=70, color="black", marker="o", label="centres", zorder=3)
     middle = vectors.mean(axis=0)
-    far = []
-    for k in np.flatnonzero(~inside):
+    far = [int(k) for k in np.flatnonzero(~inside)]
+    for i, k in enumerate(far):
         direction = centres[k] - middle
         # the largest step along the ray from the mean that stays in the box, less a margin
         with np.errstate(divide="ignore", invalid="ignore"):
             limits = np.where(direction > 0, (hi - middle) / direction, (lo - middle) / direction)
-        tip = middle + 0.95 * np.min(limits[np.isfinite(limits) & (limits > 0)]) * direction
-        tail = middle + 0.75 * (tip - middle)
+        tip = middle + 0.97 * np.min(limits[np.isfinite(limits) & (limits > 0)]) * direction
+        tail = middle + 0.8 * (tip - middle)
+        colour = ARROW_COLOURS[i % len(ARROW_COLOURS)]
         ax.annotate(
-            "", xy=tip, xytext=tail, arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1.5},
+            "", xy=tip, xytext=tail, arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 2},
             zorder=3,
         )  # fmt: skip
-        ax.annotate(
-            f"$\\mu_{{{k}}}$",
-            tail,
-            fontsize=8,
-            ha="center",
-            va="center",
-            zorder=3,
-            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8},
-        )
-        far.append(f"$\\mu_{{{k}}}$ {np.linalg.norm(direction):.3g}")
-    if far:  # the distances in one box, so that many arrows do not bury the data in labels
-        lines = ["  ".join(far[i : i + 4]) for i in range(0, len(far), 4)]
-        ax.text(
-            0.99, 0.01, "out of view, distance from the data's mean:\n" + "\n".join(lines),
-            transform=ax.transAxes, fontsize=7, ha="right", va="bottom", zorder=4,
-            bbox={"boxstyle": "round,pad=0.3", "fc": "white", "ec": "0.7", "alpha": 0.7},
+        distance = np.linalg.norm(direction)
+        ax.plot(
+            [], [], marker=r"$\rightarrow$", ms=10, ls="", color=colour,
+            label=f"$\\mu_{{{k}}}$ out of view, {distance:.3g} from the data's mean",
         )  # fmt: skip
-    if not inside.all():
-        ax.plot([], [], marker=r"$\rightarrow$", ls="", color="black", label="centre out of view")
     ax.set_xlim(lo[0], hi[0])
     ax.set_ylim(lo[1], hi[1])
+    return far
 
 
 def metric_dots(
@@ -251,6 +255,8 @@ def kl_bits(records: Sequence[dict], path: Path) -> Path:
 def objective_histories(records: Sequence[dict], path: Path) -> Path:
     """Objective ``L`` per coordinate-ascent round of every DPP trial, one convention always.
 
+    Every trial is drawn and named in the legend with its status and last round; a trial that
+    stopped at round 0 (the k-means start and its first Theta-step) is a single point.
     ``L`` is the penalised log-likelihood *summed* over a trial's training sets (eq. 17 with the
     ridge and the prior on beta), so trials of different sizes differ in scale. The figure draws
     ``-L`` on a log axis (lower is better; rounds after a large first jump stay readable),
@@ -266,15 +272,19 @@ def objective_histories(records: Sequence[dict], path: Path) -> Path:
     """
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     curves = [
-        (r["trial"], r.get("num_train"), np.asarray(r["objective_history"], dtype=np.float64))
+        (r, np.asarray(r["objective_history"], dtype=np.float64))
         for r in records
-        if r["method"] == "dpp" and len(r.get("objective_history", [])) > 1
+        if r["method"] == "dpp" and len(r.get("objective_history", [])) > 0
     ]
-    values = np.concatenate([c for _, _, c in curves]) if curves else np.zeros(0)
+    values = np.concatenate([c for _, c in curves]) if curves else np.zeros(0)
     negated = bool(values.size) and bool(np.all(values < 0))
-    for trial, num_train, curve in curves:
-        sets = f", {num_train} sets" if num_train else ""
-        ax.plot(-curve if negated else curve, marker=".", label=f"trial {trial}{sets}")
+    for r, curve in curves:  # every trial, one that stopped at round 0 as a single point
+        sets = f", {r['num_train']} sets" if r.get("num_train") else ""
+        status = f", {r['fit_status']}" if r.get("fit_status") else ""
+        rounds = len(curve) - 1
+        label = f"trial {r['trial']}{sets}{status} at round {rounds}"
+        ax.plot(-curve if negated else curve, marker="o" if rounds == 0 else ".", ms=6,
+                label=label)  # fmt: skip
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("round (0 = after k-means init and first Theta-step)")
     if negated:

@@ -30,13 +30,17 @@ from dpp.model_file import jsonable  # re-exported: its old home
 SCHEMA_VERSION = 1
 
 #: Metrics summarised per method, in table order (those present in the records are used).
-SUMMARY_METRICS = ("accuracy", "balanced_accuracy", "test_log_likelihood", "kl_bits", "fit_seconds")
+SUMMARY_METRICS = (
+    "accuracy", "balanced_accuracy", "test_log_likelihood", "kl_bits", "fit_seconds",
+    "compile_seconds",
+)  # fmt: skip
 _LABELS = {
     "accuracy": "accuracy (%)",
     "balanced_accuracy": "balanced acc. (%)",
     "test_log_likelihood": "test log-lik. / set",
     "kl_bits": "KL (bits)",
     "fit_seconds": "fit (s)",
+    "compile_seconds": "compile (s)",
 }
 _PERCENT = {"accuracy", "balanced_accuracy"}
 
@@ -70,7 +74,7 @@ def summarize(records: Sequence[dict]) -> dict:
 
 def _fmt(stat: dict, metric: str, spread: str) -> str:
     factor = 100.0 if metric in _PERCENT else 1.0
-    digits = 2 if metric in _PERCENT or metric == "fit_seconds" else 4
+    digits = 2 if metric in _PERCENT or metric in ("fit_seconds", "compile_seconds") else 4
     mean = stat["mean"] * factor
     if spread == "std":
         width = stat["std"]

@@ -122,13 +122,24 @@ def best_jobs(frame: pd.DataFrame, objective: str | None) -> list:
 
 
 def _markdown(frame: pd.DataFrame, columns: list[str]) -> str:
-    def cell(v):
+    """The table of ``sweep.md``, accuracies in percent.
+
+    As ``table.md`` gives them, the header saying so; ``sweep.csv`` keeps the fractions the
+    records hold.
+    """
+    percent = [c.endswith("accuracy") for c in columns]
+
+    def cell(v, as_percent: bool):
         if isinstance(v, float):
-            return "" if math.isnan(v) else f"{v:.4g}"
+            return "" if math.isnan(v) else (f"{100 * v:.2f}" if as_percent else f"{v:.4g}")
         return str(v).replace("|", "\\|")
 
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame[columns].values]
+    header = [f"{c} (%)" if p else c for c, p in zip(columns, percent, strict=True)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(columns)]
+    lines += [
+        "| " + " | ".join(cell(v, p) for v, p in zip(row, percent, strict=True)) + " |"
+        for row in frame[columns].values
+    ]
     return "\n".join(lines) + "\n"
 
 
