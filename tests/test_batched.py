@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import expects
 from sklearn.base import clone
 
 from dpp import DPPClassifierCV, StandardPrototypeClassifier
@@ -115,6 +116,7 @@ def test_classifier_paths_refuse_bad_shapes_and_empty_folds():
         fit_classifier_paths(z, labels, masks, np.ones((2, 1)))
 
 
+@expects("chosen_at_cap")  # Theta-step cap of 2: the choice and its refit end max_rounds
 def test_theta_step_at_its_iteration_cap_is_logged(caplog):
     """A batched Theta-step that stops at max_iter is scored, and says so in the log."""
     sets, _ = _problem(3, 0.0, 0)

@@ -7,6 +7,7 @@ import zipfile
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import expects
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -31,6 +32,9 @@ from dpp.estimators.io import load
 from dpp.experiment.runner import run
 from dpp.experiment.splits import split_indices
 from dpp.sets import RaggedSets
+
+#: QUICK fits stop at their round cap by design: its FitWarning is expected in this module.
+pytestmark = expects("round_cap")
 
 #: Small and quick: few rounds and solver iterations (compilation dominates these fits).
 QUICK = {
@@ -218,6 +222,7 @@ def test_save_load_round_trip_and_refusals(fitted, problem, tmp_path):
     assert zipfile.is_zipfile(path)  # a plain .npz, readable without dpp
 
 
+@expects("grid_edge")  # two values, no extension
 def test_dpp_classifier_cv_chooses_by_cv_of_dpp(problem):
     X, y, X_test, y_test = problem
     search = DPPClassifierCV(
@@ -413,6 +418,7 @@ def test_missing_labels_are_refused_by_name(problem, labels):
         DPPClassifier().fit(X, np.asarray(labels, dtype=object))
 
 
+@expects("grid_edge")  # a short grid on an easy problem
 def test_dpp_classifier_cv_takes_a_splitter_or_index_pairs_as_grid_search_does(problem):
     from sklearn.model_selection import KFold, StratifiedKFold
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import expects
 
 import dpp
 from dpp.estimators import RAW_VECTORS
@@ -116,6 +117,7 @@ def test_small_data_folds_hold_every_set_out_once_where_a_share_would_be_too_few
     assert round_folds(labels, 0.0, seed=0) is None  # early stopping off
 
 
+@expects("epoch_cap")  # 2 epochs
 def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
     """The Adam-trained fits' hold-out (``widen``): a share under 10 sets becomes exactly 10,
     stratified, where at least 10 are left to fit (20-45 sets at 0.2); under 20 sets it is

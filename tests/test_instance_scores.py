@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import expects
 from scipy.special import log_softmax
 from sklearn.metrics import roc_auc_score
 
@@ -247,6 +248,7 @@ def _ensemble_model():
     [lambda: dpp.BagOfWordsClassifier(n_prototypes=3, Cs=(1.0,), cv=2), _ensemble_model],
     ids=["bag_of_words", "ensemble"],
 )
+@expects("round_cap")  # 2 rounds
 def test_predict_script_writes_every_vectors_scores_beside_the_predictions(rng, tmp_path, make):
     import runpy
 

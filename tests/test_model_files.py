@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import expected_fit_warnings, expects
 
 import dpp
 from dpp import model_file
@@ -35,7 +36,13 @@ def files(tmp_path_factory):
 
 @functools.cache
 def _fitted() -> dict:
-    """One small fitted estimator of every kind in the registry (read-only: shared)."""
+    """One small fitted estimator of every kind in the registry (read-only: shared); their
+    fits are tiny, so the caps' FitWarnings are expected."""
+    with expected_fit_warnings("round_cap", "epoch_cap", "early_stopping_skipped"):
+        return _fit_every_kind()
+
+
+def _fit_every_kind() -> dict:
     net = {"max_epochs": 3, "embedding": (8,), "random_state": 0}
     return {
         "dpp": dpp.DPPClassifier(
@@ -407,6 +414,7 @@ def test_every_kind_refuses_bad_sets_at_predict_time(files, kind):
                 getattr(estimator, method)(bad)
 
 
+@expects("grid_edge")  # two values, no extension
 def test_a_selection_saves_its_refitted_estimator_and_returns_the_path(tmp_path):
     """``DPPClassifierCV.save`` returned ``None`` and was untested: it writes the refitted
     estimator, which loads as that estimator and predicts what the selection does."""

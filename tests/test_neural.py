@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import expected_fit_warnings
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
@@ -49,11 +50,12 @@ def problem():
 @pytest.fixture(scope="module")
 def fitted(problem):
     X, y, _, _ = problem
-    return {
-        "attention": dpp.AttentionMILClassifier(**SMALL).fit(X, y),
-        "gated": dpp.AttentionMILClassifier(gated=True, **SMALL).fit(X, y),
-        "deep_sets": dpp.DeepSetsClassifier(**SMALL).fit(X, y),
-    }
+    with expected_fit_warnings("epoch_cap"):  # 30 epochs on a small problem
+        return {
+            "attention": dpp.AttentionMILClassifier(**SMALL).fit(X, y),
+            "gated": dpp.AttentionMILClassifier(gated=True, **SMALL).fit(X, y),
+            "deep_sets": dpp.DeepSetsClassifier(**SMALL).fit(X, y),
+        }
 
 
 @pytest.mark.parametrize("name", ["attention", "gated", "deep_sets"])

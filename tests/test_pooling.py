@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import expects
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold
@@ -111,6 +112,7 @@ def test_pooled_baselines_classify_and_ignore_vector_order():
             est.predict([x[:, :3] for x in X_test])
 
 
+@expects("grid_edge")  # an easy problem
 def test_pooled_baselines_save_and_load_through_the_model_file(tmp_path):
     """Issue 36: PoolingClassifier had no save, and the CLI saved only the prototype models."""
     rng = np.random.default_rng(6)
@@ -193,6 +195,7 @@ def test_pooled_baselines_refuse_bad_parameters():
 
 
 # ------------------------------------------------------------------ DPPClassifierCV
+@expects("grid_edge", "chosen_at_cap")  # a grid far from its best, 2 rounds
 def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
     rng = np.random.default_rng(5)
     X, y = _sets(rng, 48)
