@@ -88,7 +88,8 @@ def test_the_checker_fails_an_example_that_prints_a_warning_it_does_not_expect(t
 
     warn = 'import warnings\nwarnings.warn("careful", UserWarning)\nprint("ok")\n'
     readme = tmp_path / "README.md"
-    readme.write_text(f"```python\n{warn}```\n\nprints in 1-2 s on 2 cores (any, cold)\n\n```\nok\n```\n")
+    stated = "prints in 1-2 s on 2 cores (any, cold)"
+    readme.write_text(f"```python\n{warn}```\n\n{stated}\n\n```\nok\n```\n")
     args = [sys.executable, "scripts/readme_examples.py", "--readme", str(readme), "--isa", "none"]
     proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1 and "UserWarning: careful" in proc.stdout
