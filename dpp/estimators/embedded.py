@@ -71,18 +71,14 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     training sets and a refit on all of them for the best number of epochs (the networks'
     procedure, :func:`~dpp.estimators.adam.train_with_early_stopping`).
 
-    The defaults (``K = 16``, the generalised mean, dropout 0.5) are decided on the suite's
-    paired differences (``docs/benchmarks.md``): with mean pooling and no dropout the fit
-    memorises its training bags from the first epoch (``scripts/embedded_diagnosis.py``) and
-    trails attention MIL by about 20 points on the digit bags; the generalised mean with
-    dropout gains about 17 points there and 4 on the witness task, and is significantly worse
-    on no family. The two weight decays were decided the same way: the networks' 5e-3 barely
-    regularises this model (eq. 3's ``beta`` makes its gradients 10-20 times theirs, and the
-    coupled decay weighs against the gradient), 0.2 gains on the digit bags and loses 8 points
-    on the image patches, and keeping the better held out of both gains 2 points on the digit
-    bags and is worse on no family (``docs/model.md``). So was the moving average of the
-    parameters (``weight_average=0.5``): +1.26 points over 105 units alone, and within noise
-    as the default selection's member (``docs/defaults.md``).
+    The defaults (``K = 16``, the generalised mean, dropout 0.5, two weight decays, the
+    moving average of the parameters) are decided on the suite's paired differences; their
+    statistics are on the benchmark page (``docs/benchmarks.md``, ``docs/defaults.md``). Why:
+    with mean pooling and no dropout the fit memorises its training bags from the first epoch
+    (``scripts/embedded_diagnosis.py``); the networks' weight decay of 5e-3 barely regularises
+    this model (eq. 3's ``beta`` makes its gradients 10-20 times theirs, and the coupled decay
+    weighs against the gradient), while a strong one helps some tasks and hurts others, so the
+    better held out of both is kept (``docs/model.md``).
 
     Args:
         n_prototypes: ``K``.
@@ -109,8 +105,8 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
             (given 20 or more; under 20 early stopping is skipped); ``False``: skipped below 10
             held-out sets, the fit trained ``max_epochs`` epochs unmonitored (the networks'
             default).
-            On by default: on 40 training sets +0.11 nats per set over 70 units, accuracy
-            level (``docs/model.md``, "Early stopping on small data").
+            On by default: early stopping on a few held-out sets is noise, and unmonitored
+            epochs overfit (``docs/model.md``, "Early stopping on small data").
         beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
         normalize: L2-normalise the embedded vectors and the prototypes before eq. (3)
             (NetVLAD's normalisation): distances in ``[0, 4]``, so only ``beta`` sets how hard
@@ -118,8 +114,8 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         weight_average: keep a moving average of the parameters over the epochs instead of
             the last epoch's (its decay per epoch, in ``[0, 1)``; 0: none, the default before):
             :class:`~dpp.networks.training.TrainSettings`' ``weight_average``. Early stopping
-            scores the average, and the refit returns it. 0.5 by default: +1.26 points over the
-            105 units of its benchmark, worse on no family (``docs/model.md``).
+            scores the average, and the refit returns it. 0.5 by default: the average of the
+            last epochs is steadier than the last epoch (``docs/model.md``).
 
     Other Parameters:
         standardize: scale every feature to zero mean and unit variance first.
