@@ -10,8 +10,9 @@
 An example is a ```python block; its expected output is the plain ``` block that follows when
 the paragraph between them starts with "prints". Each example runs in a fresh interpreter in a
 temporary directory (files it saves land there), and again with XLA compiling for other
-instruction sets (``--isa``; AVX2, AVX and SSE 4.2 by default), so a page's outputs neither drift from
-the code nor depend on the processor (tests/test_readme.py runs the check). An example also
+instruction sets (``--isa``; AVX2, AVX and SSE 4.2 by default), so a page's outputs neither
+drift from the code nor depend on the processor (tests/test_readme.py runs the check). An
+example also
 fails the check when
 
 * another processor's rounding changes what it prints (a tie, e.g. a round that early
@@ -157,8 +158,10 @@ def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS) -> int:
             if other != stdout:
                 failed += 1
                 not_fixable += 1
-                print(f"{where}: the output depends on the processor's rounding "
-                      f"(a tie): compiled for {isa} it prints otherwise:")
+                print(
+                    f"{where}: the output depends on the processor's rounding "
+                    f"(a tie): compiled for {isa} it prints otherwise:"
+                )
                 print(_diff(stdout, other, "this processor", isa))
         stated = f"{max(1, round(min(times)))}-{max(1, round(max(times)))} s"
         if update and example["stated"] != stated:
@@ -169,8 +172,10 @@ def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS) -> int:
             failed += 1
             print(f"{where}: the page does not say how long it takes (ran {seconds:.1f} s)")
         if stdout == example["output"]:
-            print(f"{where}: output as printed in {name} (ran in {seconds:.1f} s; "
-                  f"stated {example['stated']})")
+            print(
+                f"{where}: output as printed in {name} (ran in {seconds:.1f} s; "
+                f"stated {example['stated']})"
+            )
             continue
         failed += 1
         replacements.append((example["span"], stdout))
