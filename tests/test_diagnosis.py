@@ -243,6 +243,7 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     assert few.fit_report_.prototypes.weight_decay_held_out is None
 
 
+@pytest.mark.extended  # 10 s: two embedded fits (the default tier's 5 minutes)
 def test_the_weight_average_is_the_debiased_moving_average_of_the_epochs(problem):
     """With ``weight_average = a`` and no early stopping, two epochs return
     ``(a p_1 + p_2) / (1 + a)`` of the epochs' own parameters (eq. of TrainSettings'

@@ -117,6 +117,7 @@ def test_small_data_folds_hold_every_set_out_once_where_a_share_would_be_too_few
     assert round_folds(labels, 0.0, seed=0) is None  # early stopping off
 
 
+@pytest.mark.extended  # 12 s: Adam fits alone and together (the default tier's 5 minutes)
 @expects("epoch_cap")  # 2 epochs
 def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
     """The Adam-trained fits' hold-out (``widen``): a share under 10 sets becomes exactly 10,
@@ -311,6 +312,7 @@ def test_attention_weights_on_a_model_without_attention_names_its_per_vector_evi
     assert callable(dpp.AttentionMILClassifier().attention_weights)  # its own, untouched
 
 
+@pytest.mark.extended  # 17 s: every set classifier fitted (the default tier's 5 minutes)
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")  # short fits, few sets
 def test_log_loss_scoring_takes_every_set_classifiers_probabilities_without_a_warning():
     """scikit-learn's ``log_loss`` (``scoring="neg_log_loss"`` of a search) warns where a row

@@ -256,6 +256,7 @@ def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
                       Group(8, "max")]  # fmt: skip
 
 
+@pytest.mark.extended  # 18 s: selections on both grid edges (the default tier's 5 minutes)
 def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_callers_line():
     """Issue 36: DPPClassifierCV chose l2 = 1e-6, its weakest edge after every extension, and
     only best_position_ said so."""
