@@ -77,6 +77,13 @@ codes); then one epoch of mini-batch Adam (the
 
     python scripts/bench.py --scale [--sizes 1e5 1e6 1e7 --repeats 3]
 
+``--floor`` (issue 81): the arithmetic floor of one value-and-gradient pass (its flops and
+bytes, at this machine's measured float32 matmul rate and memory bandwidth) beside dpp's
+compiled pass, at the MPEG-7 size and the big-bag size (100 bags of 1,000-2,000 vectors in
+256-D, K = 16): the ratio dpp / floor.
+
+    python scripts/bench.py --floor [--repeats 20]
+
 ``--probe NAME [ARGS]``: one of the one-off probes kept in ``scripts/probes/`` (each with its
 own arguments, ``--probe NAME --help``): ``candidates`` (which candidates ``DPPClassifierCV()``
 considers, on the suite), ``defaults`` (which default keeps a plain ``DPPClassifier()`` out of
@@ -951,6 +958,59 @@ def probe(name: str, argv: list[str]) -> None:
     module.main()
 
 
+#: The sizes of ``--floor``: (name, sets, min size, max size, D, K, C).
+FLOOR_SIZES = (
+    ("MPEG-7 (Table 1)", 700, 100, 300, 10, 200, 70),
+    ("big bags (100 of 1,000-2,000 in 256-D)", 100, 1000, 2000, 256, 16, 2),
+)  # fmt: skip
+
+
+def _throughput(args) -> tuple[float, float]:
+    """This machine's measured float32 matmul FLOP/s and memory bytes/s (jitted, medians)."""
+    n = 2048
+    a = jnp.asarray(np.random.default_rng(0).normal(size=(n, n)), jnp.float32)
+    matmul = jax.jit(lambda x, y: x @ y).lower(a, a).compile()
+    flops = 2.0 * n**3 / np.median(_time(matmul, (a, a), args.repeats))
+    big = jnp.ones((2**26,), jnp.float32)  # 256 MiB, read once (a new output would page-fault)
+    total = jax.jit(jnp.sum).lower(big).compile()
+    bandwidth = big.size * 4 / np.median(_time(total, (big,), args.repeats))
+    return flops, bandwidth
+
+
+def floor(args) -> None:
+    """The arithmetic floor of one value-and-gradient pass beside dpp's, at two sizes.
+
+    Flops: the pass's two ``T x K x D`` contractions (the distances ``x mu^T`` forward, the
+    gradient ``codes^T x`` backward: ``4 T K D``), plus ``10 T K`` for the elementwise work on
+    the codes (exp, normalisation, pooling, their backward) and ``4 N K C`` for the classifier,
+    all at the measured matmul rate (a floor: elementwise work runs slower than a matmul).
+    Bytes: the ``[T, D]`` float32 vectors read twice (forward and backward; codes kept nowhere),
+    at the measured memory bandwidth. The floor is the larger of the two times; dpp's is the
+    median of its compiled ``value_and_grad(objective)`` over packed sets.
+    """
+    flops_s, bytes_s = _throughput(args)
+    print(f"measured: float32 matmul {flops_s / 1e9:.1f} GFLOP/s (2048 x 2048), memory "
+          f"{bytes_s / 1e9:.1f} GB/s (a 256 MiB array summed)")  # fmt: skip
+    print(f"{'size':40s} {'T':>9s} {'GFLOP':>7s} {'MB':>7s} {'floor ms':>9s} {'dpp ms':>8s} "
+          f"{'dpp / floor':>11s}")  # fmt: skip
+    value_and_grad = jax.jit(jax.value_and_grad(objective))
+    for name, n, lo, hi, d, k, c in FLOOR_SIZES:
+        problem = argparse.Namespace(
+            sets=n, min_size=lo, max_size=hi, dim=d, prototypes=k, classes=c, seed=args.seed,
+            per_prototype_beta=False,
+        )  # fmt: skip
+        params, sets = make_problem(problem)
+        packed, l2 = sets.bucketed(), jnp.float32(1e-2)
+        compiled = value_and_grad.lower(params, packed, l2).compile()
+        dpp_s = float(np.median(_time(compiled, (params, packed, l2), args.repeats)))
+        t = sets.num_memberships
+        flops = 4.0 * t * k * d + 10.0 * t * k + 4.0 * n * k * c
+        nbytes = 2.0 * t * d * 4
+        floor_s = max(flops / flops_s, nbytes / bytes_s)
+        print(f"{name:40s} {t:9d} {flops / 1e9:7.2f} {nbytes / 1e6:7.1f} {1e3 * floor_s:9.2f} "
+              f"{1e3 * dpp_s:8.2f} {dpp_s / floor_s:10.1f}x")  # fmt: skip
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--probe":
         if len(sys.argv) < 3:
@@ -986,6 +1046,9 @@ def main() -> None:
     parser.add_argument("--sizes", type=float, nargs="+", default=[1e5, 1e6, 1e7])
     parser.add_argument("--scale-one", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--adam", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--floor", action="store_true", help="value and gradient against the arithmetic floor"
+    )
     args = parser.parse_args()
     print(
         f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}"
@@ -1018,6 +1081,8 @@ def main() -> None:
         stopping(args)
     elif args.scale_one is not None:
         _scale_one(args)
+    elif args.floor:
+        floor(args)
     elif args.scale:
         if args.repeats == 20:
             args.repeats = 3
