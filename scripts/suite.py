@@ -24,6 +24,7 @@ prints, per task, M against the best of the peers on the units all of them finis
 import argparse
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -41,9 +42,20 @@ from dpp.experiment.suite import (
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", nargs="+", default=None, choices=list(TASKS))
-    parser.add_argument("--methods", nargs="+", default=None, choices=list(METHODS))
+    names = textwrap.fill(", ".join(METHODS), 96, initial_indent="  ", subsequent_indent="  ")
+    tasks = textwrap.fill(", ".join(TASKS), 96, initial_indent="  ", subsequent_indent="  ")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=f"tasks:\n{tasks}\n\nmethods (dpp/experiment/suite/methods.py):\n{names}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tasks", nargs="+", default=None, choices=list(TASKS), metavar="TASK",
+        help="tasks to run (default: all; listed below)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--methods", nargs="+", default=None, choices=list(METHODS), metavar="METHOD",
+        help="methods to fit (listed below)",
+    )  # fmt: skip
     parser.add_argument("--folds", type=int, default=None, help="5 (--quick: 3)")
     parser.add_argument("--draws", type=int, default=None, help="3 (--quick: 1)")
     parser.add_argument("--seed", type=int, default=0)
