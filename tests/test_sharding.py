@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _multidevice_checks(select: str, passed: int) -> None:
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4")
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
          "tests/multidevice_checks.py", "-k", select],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip

@@ -50,6 +50,9 @@
   ``dpp_embedded_k32``, ``_k8``, ``_wide``, ``_narrow``, ``_lr1e-3`` and ``_drop25``
   ``dpp_embedded_avg50`` with one knob moved (``K`` 32 or 8, the embedding's widths
   ``(512, 256, 128)`` or ``(128, 64)``, Adam's learning rate 1e-3, dropout 0.25);
+  ``dpp_step1`` is ``dpp`` with one quasi-Newton iteration in each (mu, beta)-step
+  (``optimizer_options={"max_iter": 1}``: partial steps that early stopping chooses among,
+  a remedy for the whole-solve first step that overfits on small data, docs/model.md);
 * ``standard``: the same selection over the standard prototype;
 * ``pooling`` and ``bag_of_words``: :mod:`dpp.estimators.pooled` (their own ``C`` by CV);
 * ``attention_mil`` and ``deep_sets``: the neural set baselines of
@@ -256,6 +259,7 @@ METHODS: dict[str, Callable] = {
     # (issue 53: where a witness is rare, K centres may leave it without one)
     "dpp_max_k2": _dpp_cv(["max"], k_factors=(2,)),
     "dpp_max_kgrid": _dpp_cv(["max"], k_factors=(1, 2)),
+    "dpp_step1": _dpp_cv(base_options={"optimizer_options": {"max_iter": 1}}),
     "dpp_gem": _dpp_cv(["gem"]),
     # selection rules: the simplest candidate within one s.e. of the best, and the best on
     # 2 x 3 repeated inner folds
