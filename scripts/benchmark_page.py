@@ -106,6 +106,19 @@ SECTIONS = (
                            ("dpp_embedded_wd_choice", "attention_mil")],
     },
     {
+        "title": "Issue 80: partial (mu, beta)-steps on small data, a screen",
+        "folders": ("step1_small_60",),
+        "purpose": "Every task, 1 draw x 5 folds, each fold's training sets cut to 60 (a "
+        "stratified draw; 2-core CPU): the paper's model alone, `DPPClassifierCV(**RAW_VECTORS)` "
+        "as the suite fits it (`dpp`), against the same with one quasi-Newton iteration in each "
+        "(mu, beta)-step (`dpp_step1`, `optimizer_options={\"max_iter\": 1}`), so that the "
+        "rounds chosen on the inner folds are small moves rather than whole solves "
+        "(`python benchmarks/round0.py`: a whole first step moves the prototypes many spreads "
+        "and overfits). A screen on one draw, not a decision.",
+        "pairs": [("dpp_step1", "dpp")],
+        "decision": None,
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
