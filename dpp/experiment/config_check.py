@@ -160,8 +160,9 @@ def unknown_override_keys(overrides: Sequence[str], config_dir: str | Path) -> l
 
     config_dir = Path(config_dir).resolve()
     pairs = [a.split("=", 1) for a in overrides if "=" in a and not a.startswith(("-", "+", "~"))]
-    groups = [f"{k}={v}" for k, v in pairs if "/" in k or "@" in k or (config_dir / k).is_dir()]
-    keys = [k for k, _ in pairs if f"{k}={_}" not in groups and not k.startswith("hydra.")]
+    picks_group = {k: "/" in k or "@" in k or (config_dir / k).is_dir() for k, _ in pairs}
+    groups = [f"{k}={v}" for k, v in pairs if picks_group[k]]
+    keys = [k for k, _ in pairs if not picks_group[k] and not k.startswith("hydra.")]
     if not keys:
         return []
     GlobalHydra.instance().clear()
