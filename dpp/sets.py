@@ -135,19 +135,18 @@ class RaggedSets:
                 vectors, and every error of :meth:`from_flat`.
         """
         if len(vectors) == 0:
-            raise ValueError("no sets given: X is an empty list; pass at least one [M_n, D] set")
+            raise ValueError("no sets given: an empty list of sets")
         arrays = [np.asarray(v) for v in vectors]
         for n, v in enumerate(arrays):
             if v.ndim != 2:
                 raise ValueError(f"set {n} has shape {v.shape}; each set must be a [M_n, D] array")
-            if not (np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_):
-                raise ValueError(
-                    f"set {n} holds {v.dtype} values ({v.flat[0]!r}, ...); features must be "
-                    "numbers: encode strings and categories as numbers first"
-                )
             if v.shape[0] == 0:
                 raise ValueError(
                     f"set {n} is empty (0 vectors); every set needs at least one vector"
+                )
+            if not _numeric(v.dtype):
+                raise ValueError(
+                    f"set {n} holds {v.dtype} values ({v.flat[0]!r}, ...); {_NOT_NUMBERS}"
                 )
         dims = np.array([v.shape[1] for v in arrays])
         if np.any(dims != dims[0]):
@@ -267,11 +266,8 @@ class RaggedSets:
         labels = None if labels is None else np.asarray(labels)
         if vectors.ndim != 2:
             raise ValueError(f"vectors must be a [T, D] array, got shape {vectors.shape}")
-        if not (np.issubdtype(vectors.dtype, np.number) or vectors.dtype == np.bool_):
-            raise ValueError(
-                f"vectors hold {vectors.dtype} values; features must be numbers: encode strings "
-                "and categories as numbers first"
-            )
+        if not _numeric(vectors.dtype):
+            raise ValueError(f"vectors hold {vectors.dtype} values; {_NOT_NUMBERS}")
         if set_ids.ndim != 1:
             raise ValueError(f"set_ids must be a [T] array, got shape {set_ids.shape}")
         if labels is not None and labels.ndim != 2:
@@ -583,3 +579,11 @@ def _check_labels(labels: np.ndarray) -> None:
         raise ValueError(
             f"labels of set {n} sum to {sums[n]:.6g}, not 1 (tolerance {LABEL_SUM_ATOL:g})"
         )
+
+
+_NOT_NUMBERS = "features must be numbers: encode strings and categories as numbers first"
+
+
+def _numeric(dtype) -> bool:
+    """Whether vectors of ``dtype`` are numbers (booleans count): not strings or objects."""
+    return bool(np.issubdtype(dtype, np.number) or dtype == np.bool_)

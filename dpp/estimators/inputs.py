@@ -48,6 +48,8 @@ def as_sets(X, dtype=np.float32) -> RaggedSets:
             f"X must be a list of [M_n, D] arrays, an [N, M, D] array of sets of equal size, a "
             f"(vectors, set_ids) pair or RaggedSets; got {type(X).__name__}"
         )
+    if len(X) == 0:
+        raise ValueError("no sets given: X is an empty list; pass at least one [M_n, D] set")
     return RaggedSets.from_list(list(X), None, dtype=dtype)
 
 

@@ -107,11 +107,12 @@ def _method(cfg: DictConfig, prefix: str) -> None:
             estimator.set_params(optimizer=_get(cfg, "optimizer.name"))
         estimator.check_params()
     except TypeError as err:
-        unknown = sorted(set(node) - set(cls().get_params()))
+        known = cls().get_params()
+        unknown = sorted(set(node) - set(known))
         if unknown:  # a mistyped +key: name it and its near neighbours
             raise ConfigError(
                 f"{prefix}.{unknown[0]}: {cls.__name__} has no parameter {unknown[0]!r}"
-                + did_you_mean(unknown[0], cls().get_params(), f"{prefix}.")
+                + did_you_mean(unknown[0], known, f"{prefix}.")
             ) from None
         raise ConfigError(f"{prefix}: {err}") from None
     except ValueError as err:
@@ -125,10 +126,10 @@ def did_you_mean(key: str, options: Iterable[str], prefix: str = "") -> str:
     edit distance of at most 2 for short names: ``n_prototype`` finds ``n_prototypes``,
     ``l3`` finds ``l2``.
     """
-    options = [str(o) for o in options]
-    close = [o for o in options if _edits(key, o) <= 2 and _edits(key, o) < max(len(key), 2)]
-    close += [o for o in difflib.get_close_matches(key, options, n=3, cutoff=0.8) if o not in close]
-    close.sort(key=lambda o: _edits(key, o))
+    edits = {str(o): _edits(key, str(o)) for o in options}
+    close = {o for o, e in edits.items() if e <= 2 and e < max(len(key), 2)}
+    close |= set(difflib.get_close_matches(key, list(edits), n=3, cutoff=0.8))
+    close = sorted(close, key=lambda o: (edits[o], o))
     if not close:
         return ""
     return "; did you mean " + " or ".join(f"{prefix}{o}" for o in close[:3]) + "?"
