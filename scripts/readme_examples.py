@@ -12,8 +12,7 @@ the paragraph between them starts with "prints". Each example runs in a fresh in
 temporary directory (files it saves land there), and again with XLA compiling for other
 instruction sets (``--isa``; AVX2, AVX and SSE 4.2 by default), so a page's outputs neither
 drift from the code nor depend on the processor (tests/test_readme.py runs the check). An
-example also
-fails the check when
+example also fails the check when
 
 * another processor's rounding changes what it prints (a tie, e.g. a round that early
   stopping chooses by a last bit): print what holds (a status, rounded figures) or choose data
