@@ -32,6 +32,7 @@ from dpp.errors import ConfigError
 from dpp.experiment.suite import (
     METHODS,
     QUICK_METHODS,
+    GENERATED_TASKS,
     QUICK_TASKS,
     TASKS,
     compare_table,
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--tasks", nargs="+", default=None, choices=list(TASKS), metavar="TASK",
-        help="tasks to run (default: all; listed below)",
+        help="tasks to run (default: the generated ones; mil_*: real, needs .[bench])",
     )  # fmt: skip
     parser.add_argument(
         "--methods", nargs="+", default=None, choices=list(METHODS), metavar="METHOD",
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
         return 2
     args.out = args.out[0]
     quick = args.quick
-    tasks = args.tasks or list(QUICK_TASKS if quick else TASKS)
+    tasks = args.tasks or list(QUICK_TASKS if quick else GENERATED_TASKS)
     methods = args.methods or list(QUICK_METHODS if quick else METHODS)
     folds = args.folds or (3 if quick else 5)
     draws = args.draws or (1 if quick else 3)

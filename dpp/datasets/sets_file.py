@@ -8,6 +8,9 @@ Formats:
   ``feature_names`` ``[D]``. Label ``n`` belongs to the set with the ``n``-th smallest id.
 * CSV or Parquet: one row per vector, a set-id column, a label column (the same label on every
   row of a set) and feature columns (by default every other column, which must be numeric).
+* A CSV without a header (``header=False``): the multiple-instance field's long format, each row
+  a label, a set (bag) id, then the features, as the MUSK, Elephant and Corel files are
+  distributed (e.g. by the ``mil`` package).
 
 Labels are optional (sets to predict on, :func:`read_sets`); a training dataset needs them.
 Every problem is reported naming the file and what is wrong (a missing column, a non-numeric
@@ -46,6 +49,7 @@ def read_sets(
     set_column: str = "set_id",
     label_column: str | None = "label",
     feature_columns: list[str] | None = None,
+    header: bool = True,
 ) -> SetsFile:
     """Reads sets (labels optional) from an ``.npz``, CSV or Parquet file.
 
@@ -54,6 +58,9 @@ def read_sets(
         set_column: the set-id column (tables only).
         label_column: the label column (tables only); absent or ``None`` means no labels.
         feature_columns: the feature columns (tables only); ``None``: every other column.
+        header: ``False`` for a CSV without a header row in the long format ``label, set id,
+            features...``: its columns are then named ``label``, ``set_id``, ``x0``, ``x1``, ...
+            (``set_column`` and ``label_column`` must keep their defaults).
 
     Returns:
         :class:`SetsFile`.
@@ -68,8 +75,13 @@ def read_sets(
     suffix = path.suffix.lower()
     if suffix == ".npz":
         return _read_npz(path)
+    if not header and (suffix != ".csv" or (set_column, label_column) != ("set_id", "label")):
+        raise DataError(
+            f"{path}: header=False reads a CSV of columns label, set id, features; got a "
+            f"{suffix} file or set_column={set_column!r}, label_column={label_column!r}"
+        )
     if suffix in TABLE_SUFFIXES:
-        return _read_table(path, set_column, label_column, feature_columns)
+        return _read_table(path, set_column, label_column, feature_columns, header)
     raise DataError(f"{path}: unknown sets file type {suffix!r}; use .npz, .csv or .parquet")
 
 
@@ -131,11 +143,21 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _read_table(path: Path, set_column, label_column, feature_columns) -> SetsFile:
+def _read_table(path: Path, set_column, label_column, feature_columns, header=True) -> SetsFile:
     try:
-        frame = pd.read_parquet(path) if path.suffix.lower() != ".csv" else pd.read_csv(path)
+        if path.suffix.lower() != ".csv":
+            frame = pd.read_parquet(path)
+        else:
+            frame = pd.read_csv(path, header=0 if header else None)
     except Exception as err:
         raise DataError(f"{path}: cannot read the table ({err})") from None
+    if not header:
+        if frame.shape[1] < 3:
+            raise DataError(
+                f"{path}: a headerless CSV needs a label, a set id and at least one feature "
+                f"column; it has {frame.shape[1]} column(s)"
+            )
+        frame.columns = ["label", "set_id", *(f"x{j}" for j in range(frame.shape[1] - 2))]
     if frame.empty:  # pandas reads a header alone as columns of dtype object
         raise DataError(f"{path}: the table has no rows (columns: {', '.join(frame.columns)})")
     if set_column not in frame.columns:
@@ -181,15 +203,18 @@ def load_sets_file(
     set_column: str = "set_id",
     label_column: str = "label",
     feature_columns: list[str] | None = None,
+    header: bool = True,
 ) -> Dataset:
     """A labelled :class:`~dpp.datasets.base.Dataset` from a sets file (see the module doc).
+
+    Arguments as :func:`read_sets`.
 
     Raises:
         FileNotFoundError: naming the path.
         DataError: naming the file and the problem (also: no labels, one class only, soft
             labels off the simplex).
     """
-    data = read_sets(path, set_column, label_column, feature_columns)
+    data = read_sets(path, set_column, label_column, feature_columns, header)
     if data.soft_labels is not None:
         labels = data.soft_labels
         names = data.class_names or tuple(str(c) for c in range(labels.shape[1]))

