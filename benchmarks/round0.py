@@ -69,7 +69,7 @@ def load_task(name: str, draw: int) -> tuple[dpp.RaggedSets, int, str]:
             2,
             "paper (section 4.1)",
         )
-    from dpp.experiment.suite.tasks import TASKS as SUITE
+    from lab.tasks import TASKS as SUITE
 
     load, k, family = SUITE[name]
     return load(draw).sets, k, family

@@ -25,7 +25,7 @@ from jaxtyping import Array, Int
 
 #: Vectors (or memberships) processed together by the blocked encoders: large enough to keep
 #: both cores busy, small enough for a block's ``BLOCK_SIZE x K`` codes to stay in cache
-#: (2048 was fastest at the MPEG-7 size in ``scripts/bench.py``).
+#: (2048 was fastest at the MPEG-7 size in ``benchmarks/bench.py``).
 BLOCK_SIZE = 2048
 #: Largest set (vectors) for which :meth:`RaggedSets.bucketed` packs whole sets into blocks for
 #: the one-pass likelihood gradient; with a larger set the two-pass gradient is used.
@@ -106,7 +106,7 @@ class Layout(NamedTuple):
     of sums, and so the rounding of their floats: they are raised only to what given orders of
     the sets need (:meth:`of_orders`), never beyond, so a fit gives the same bits with and
     without a floor whenever its own sets need as much (the refits of the paper's experiments
-    do: ``python scripts/bench.py --table1`` gives the same table).
+    do: ``python benchmarks/bench.py --table1`` gives the same table).
 
     Attributes:
         num_sets: padded ``N`` at least.

@@ -10,6 +10,7 @@ process a test starts (``DPP_COMPILATION_CACHE=0``, inherited): no test depends 
 """
 
 import os
+import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,10 @@ import pytest
 
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.cache import release_compiled_programs
+
+#: The benchmark beside the package (``benchmarks/lab``, not installed) is imported as ``lab``,
+#: as its scripts in ``benchmarks/`` import it.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 jax.config.update("jax_numpy_rank_promotion", "raise")
 os.environ["DPP_COMPILATION_CACHE"] = "0"

@@ -202,9 +202,10 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     the same split and start, the one with the higher held-out log-likelihood per set is kept
     and predicts exactly as that decay fitted alone (and as the suite's ``HeldOutChoice`` of
     the two, which the benchmark measured); the report and the model file say which."""
+    from lab import HeldOutChoice
+
     from dpp.estimators.adam import fit_together
     from dpp.estimators.embedded import EMBEDDED_DECAYS
-    from dpp.experiment.suite import HeldOutChoice
 
     X, y = problem
     # patience 6: the averaged fits (the default weight_average) first fall below the start

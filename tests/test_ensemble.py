@@ -394,7 +394,7 @@ def test_random_state_none_is_a_fresh_seed_for_every_kind_of_estimator(monkeypat
 def test_the_decision_ships_the_best_rule_worse_on_no_family():
     """``decide``: the largest mean gain over dpp_mean among the rules that no task family finds
     significantly worse; units pair within one run only."""
-    from dpp.experiment.suite import decide
+    from lab import decide
 
     rng = np.random.default_rng(0)
     records = []
@@ -432,7 +432,7 @@ def test_the_decision_ships_the_best_rule_worse_on_no_family():
     row = result["rows"]["ahead"]
     assert row["eligible"] and row["mean"] > 0 and row["p"] >= 0.05 and not row["gains"]
     assert result["chosen"] is None
-    from dpp.experiment.suite.report import decision_table
+    from lab.report import decision_table
 
     assert "Chosen: none (dpp_mean stays" in decision_table(records + ahead, ["ahead"])
     assert "ahead ahead within noise" in decision_table(records + ahead, ["ahead"])
@@ -479,7 +479,7 @@ def test_every_estimator_names_its_parameters_and_the_shared_block_agrees():
 
 
 def test_the_peer_table_compares_task_means_on_the_units_every_method_finished():
-    from dpp.experiment.suite import peer_table
+    from lab import peer_table
 
     records = (
         [
@@ -594,7 +594,7 @@ def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
 def test_the_suite_scores_one_fit_under_both_combinations(fitted):
     """``dpp_log_proba`` is ``dpp_proba``'s fit predicted the other way (suite ``VIEWS``): a
     copy with the prediction parameter changed, the original left as it was."""
-    from dpp.experiment.suite import METHODS, VIEWS, rescored
+    from lab import METHODS, VIEWS, rescored
 
     source, changed = VIEWS["dpp_log_proba"]
     assert source in METHODS and changed == {"combine": "log_proba"}

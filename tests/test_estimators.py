@@ -280,6 +280,24 @@ def _write_files(tmp_path):
     return npz, csv, table
 
 
+def test_a_headerless_csv_is_read_as_label_bag_id_features(tmp_path):
+    """Issue 83: the field's long format (MUSK's files as ``mil`` ships them) holds the same
+    sets as a named table; a file it cannot be is refused naming what is wrong."""
+    _, csv, table = _write_files(tmp_path)
+    named = load_sets_file(str(csv))
+    bare = tmp_path / "bare.csv"
+    table[["label", "set_id", "f0", "f1", "f2"]].to_csv(bare, index=False, header=False)
+    read = load_sets_file(str(bare), header=False)
+    np.testing.assert_array_equal(np.asarray(read.sets.vectors), np.asarray(named.sets.vectors))
+    np.testing.assert_array_equal(np.asarray(read.sets.labels), np.asarray(named.sets.labels))
+    assert read.feature_names == ("x0", "x1", "x2") and read.class_names == named.class_names
+    table[["label", "set_id"]].to_csv(tmp_path / "two.csv", index=False, header=False)
+    with pytest.raises(DataError, match="two.csv: a headerless CSV needs .* it has 2 column"):
+        load_sets_file(str(tmp_path / "two.csv"), header=False)
+    with pytest.raises(DataError, match="header=False reads a CSV of columns label, set id"):
+        load_sets_file(str(bare), set_column="bag", header=False)
+
+
 def test_sets_files_npz_and_csv_hold_the_same_sets(tmp_path):
     npz, csv, table = _write_files(tmp_path)
     a, b = load_sets_file(str(npz)), load_sets_file(str(csv))

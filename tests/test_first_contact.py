@@ -91,7 +91,7 @@ def test_help_says_what_dpp_is_its_groups_and_where_the_docs_are():
 def test_the_benchmark_page_is_what_the_committed_records_give():
     """docs/benchmarks.md is generated from benchmarks/*/suite.json, never typed (issue 52)."""
     out = subprocess.run(
-        [sys.executable, "scripts/benchmark_page.py", "--check"], capture_output=True,
+        [sys.executable, "benchmarks/page.py", "--check"], capture_output=True,
         text=True, cwd=ROOT, timeout=300,
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr

@@ -305,7 +305,7 @@ def test_instance_proba_scores_each_vector_alone_and_ranks_witnesses_under_max_p
 
 
 def test_the_suites_instance_metrics_read_the_witness_labels_of_the_held_out_sets():
-    from dpp.experiment.suite import instance_metrics, membership_rows
+    from lab import instance_metrics, membership_rows
 
     data = make_witness(num_sets=30, dim=3, max_size=6, seed=2)
     test = np.arange(1, 30, 3)  # a subset in another order than the file's
@@ -329,7 +329,7 @@ def test_the_suites_instance_metrics_read_the_witness_labels_of_the_held_out_set
 def test_a_suite_run_on_digit_bags_reports_instance_evidence_and_draws_a_bag(tmp_path):
     import json
 
-    from dpp.experiment.suite import run_suite
+    from lab import run_suite
 
     run_suite(tmp_path, ["digit_bags_m10_n100"], folds=2, methods=["pooling"], log=lambda _: None)
     records = json.loads((tmp_path / "suite.json").read_text())["records"]
@@ -343,9 +343,8 @@ def test_a_suite_run_on_digit_bags_reports_instance_evidence_and_draws_a_bag(tmp
 
 
 def test_paired_differences_pair_units_and_test_them_by_family():
+    from lab import compare_table, paired_differences
     from scipy.stats import wilcoxon
-
-    from dpp.experiment.suite import compare_table, paired_differences
 
     rng = np.random.default_rng(5)
     records, diffs = [], {}

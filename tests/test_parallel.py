@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lab import run_suite
 from test_experiment import FAST, _compose
 
 from dpp import DPPClassifier, DPPClassifierCV
@@ -21,7 +22,6 @@ from dpp.errors import FitWarning
 from dpp.estimators import RAW_VECTORS
 from dpp.experiment.compilation import CompileCounter
 from dpp.experiment.runner import run
-from dpp.experiment.suite import run_suite
 from dpp.pooling import POOLINGS, GeMPooling, PoolingChoice, as_choice, resolved
 
 pytestmark = pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")

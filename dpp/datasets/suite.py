@@ -17,8 +17,8 @@ Three kinds of task, all generated or shipped with scikit-learn (nothing is down
   positive iff it holds the target digit (classes balanced); training and test bags draw on
   disjoint images.
 
-Each returns a :class:`~dpp.datasets.base.Dataset`; ``scripts/suite.py`` runs every method on
-all of them (:mod:`dpp.experiment.suite`).
+Each returns a :class:`~dpp.datasets.base.Dataset`; ``benchmarks/suite.py`` runs every method on
+all of them (:mod:`lab`).
 """
 
 from __future__ import annotations

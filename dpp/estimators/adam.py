@@ -299,7 +299,7 @@ def default_chunk(members: int) -> int:
 
     On the CPU a fit is compute-bound, so vectorising members gains little, and a chunk runs
     until its slowest member stops; one at a time, each member is also bit for bit its fit
-    alone (:func:`dpp.networks.training.train_batch`). ``python scripts/bench.py --together``
+    alone (:func:`dpp.networks.training.train_batch`). ``python benchmarks/bench.py --together``
     prints both.
     """
     return members if vectorise_members() else 1

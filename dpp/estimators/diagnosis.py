@@ -8,7 +8,7 @@ held-out log-likelihood, gradient norms per parameter and, for the embedded DPP,
 embedding's scale, the distances to the prototypes and the share of one-hot codes. With a
 moving average of the parameters (``weight_average``, the embedded DPP's default), the state
 recorded is the averaged network's, the one the fit scores and keeps.
-``python scripts/embedded_diagnosis.py`` prints and plots it.
+``python benchmarks/embedded_diagnosis.py`` prints and plots it.
 """
 
 from __future__ import annotations

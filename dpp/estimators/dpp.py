@@ -52,7 +52,7 @@ class DPPClassifier(PrototypeClassifier):
             tasks with 20 or 40 training sets, 0 of 420 fits saturated against 92 of 420 by
             ``tol`` alone, +2.6 ± 0.5 accuracy points and +0.12 nats per set, worse on no task
             family (docs/benchmarks.md, "a plain fit on small data"); with the full training
-            sets, 0 of 30 against 16 of 30 (``python scripts/bench.py --probe defaults``).
+            sets, 0 of 30 against 16 of 30 (``python benchmarks/bench.py --probe defaults``).
         patience: early stopping: rounds without a better validation log-likelihood.
         beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
         per_prototype_beta: one ``beta`` per prototype instead of one shared.

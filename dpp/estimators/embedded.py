@@ -75,7 +75,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     moving average of the parameters) are decided on the suite's paired differences; their
     statistics are on the benchmark page (``docs/benchmarks.md``, ``docs/defaults.md``). Why:
     with mean pooling and no dropout the fit memorises its training bags from the first epoch
-    (``scripts/embedded_diagnosis.py``); the networks' weight decay of 5e-3 barely regularises
+    (``benchmarks/embedded_diagnosis.py``); the networks' weight decay of 5e-3 barely regularises
     this model (eq. 3's ``beta`` makes its gradients 10-20 times theirs, and the coupled decay
     weighs against the gradient), while a strong one helps some tasks and hurts others, so the
     better held out of both is kept (``docs/model.md``).

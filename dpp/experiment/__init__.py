@@ -13,7 +13,6 @@ Above the estimators (it fits them as a Python user does; nothing below imports 
   :mod:`~dpp.experiment.discovery`: the run folder and what is written into it;
 * :mod:`~dpp.experiment.sweep`, :mod:`~dpp.experiment.optuna_sweeper`,
   :mod:`~dpp.experiment.tracking`: multiruns, persistent Optuna studies and MLflow;
-* :mod:`~dpp.experiment.suite`: the suite of set tasks;
 * :mod:`~dpp.experiment.compilation`: JAX's persistent compilation cache and a compile counter.
 
 Submodules are imported on first use: ``import dpp.experiment`` loads neither Hydra nor

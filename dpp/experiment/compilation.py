@@ -5,7 +5,7 @@ fits in tenths of a second). Three things keep it down: continuous hyperparamete
 (:mod:`dpp.hyper`), shapes are bucketed (:meth:`dpp.sets.RaggedSets.bucketed`), and the programs
 compiled by one run are stored on disk (:func:`enable_persistent_cache`) so that the next run of
 the same experiment starts warm. :class:`CompileCounter` reports what was compiled, for the
-benchmarks (``scripts/bench.py --cv``) and the run logs.
+benchmarks (``benchmarks/bench.py --cv``) and the run logs.
 """
 
 from __future__ import annotations

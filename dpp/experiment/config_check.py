@@ -271,8 +271,8 @@ def _selection(cfg: DictConfig) -> None:
                 f"l2_selection.rule={rule} is not an experiment's rule: a trial records one "
                 "model per method (its K, l2, prototypes and figures); use best, one_se or "
                 "corrected (with one pooling, ensemble and best are the same). "
-                "DPPClassifierCV()'s ensemble is measured by experiment=suite "
-                "(method dpp_selection_embedded_own; on the raw vectors, dpp)"
+                "DPPClassifierCV()'s ensemble is measured by the benchmark "
+                "(python benchmarks/suite.py, beside the package)"
             )
         choice(cfg, "l2_selection.rule", EXPERIMENT_RULES)
     if _get(cfg, "l2_selection.n_prototypes_grid") is not None:

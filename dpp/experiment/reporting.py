@@ -215,8 +215,8 @@ def stop_status(err: BaseException) -> str:
 class Recorder:
     """A run's records on disk after every one, and its status at the end: every run's loop.
 
-    The experiments (``results.json``, :mod:`dpp.experiment.runner`) and the suite
-    (``suite.json``, :mod:`dpp.experiment.suite`) keep their records through one of these, so
+    The experiments (``results.json``, :mod:`dpp.experiment.runner`) and the benchmark beside
+    the package (``suite.json``, ``benchmarks/lab``) keep their records through one of these, so
     both keep each fit's record the moment it ends, mark a killed run by its heartbeat, and
     end ``complete``, ``failed`` or ``interrupted`` with what they finished.
 

@@ -41,7 +41,6 @@ from dpp.experiment.reporting import (
 )
 from dpp.experiment.settings import method_configs, trial_settings
 from dpp.experiment.splits import check_split
-from dpp.experiment.suite import check_suite, run_suite
 from dpp.experiment.tables import REPORTS
 from dpp.model import CLEAN_STATUSES, FitReport
 from dpp.sharding import initialize_distributed
@@ -188,43 +187,6 @@ def _kl_bits(out: Path, records: list[dict], name: str):
 
 
 # ---------------------------------------------------------------------- run
-def _run_suite(cfg: DictConfig, out: Path) -> dict:
-    """``experiment=suite``: every method on every task of :mod:`dpp.experiment.suite`.
-
-    In the run folder.
-
-    The folder gets ``config.yaml``, the run's log, ``suite.json`` (with its status),
-    ``suite.csv``, ``suite.md``, ``suite.png`` and, with digit-bag tasks, ``evidence.png``
-    (:func:`dpp.experiment.suite.run_suite`).
-    SIGTERM/SIGINT end it ``interrupted`` with the finished fits kept, and ``resume=true``
-    continues it.
-    """
-    suite = cfg.suite
-    draws = int(suite.get("draws", 1))
-    check_suite(suite.tasks, suite.methods, suite.folds, draws)  # before any folder is touched
-    enable_persistent_cache(None if off_by_environment() else cfg.get("compilation_cache"))
-
-    def accepted() -> None:  # a refused run leaves the folder as it was
-        run_folder.accept_logs()
-        (out / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-
-    with _signals_interrupt():
-        results = run_suite(
-            out,
-            list(suite.tasks),
-            int(suite.folds),
-            int(cfg.seed),
-            list(suite.methods),
-            resume=bool(cfg.resume),
-            log=logger.info,
-            on_accepted=accepted,
-            draws=draws,
-            n_jobs=cfg.get("n_jobs"),
-        )
-    logger.info("suite table in %s", out / "suite.md")
-    return results
-
-
 def _output_path(output_dir) -> Path:
     """The run folder: ``output_dir``, else Hydra's, else ``outputs/<date>_<time>``; not made."""
     if output_dir is None:
@@ -450,8 +412,6 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
     out = _output_path(output_dir)
     try:  # a launch refused before it starts leaves no folder behind
         check_config(cfg, [*TRIAL_FIGURES, *RUN_FIGURES], REPORTS)
-        if cfg.get("suite") is not None:
-            return _run_suite(cfg, out)
         launch = run_folder.Launch.current()
         run_folder.check_overrides(launch)
         distributed = initialize_distributed(**cfg.distributed)  # before JAX starts its backends

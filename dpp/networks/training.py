@@ -425,7 +425,7 @@ def train_batch(
       stopped). Batched matrix products round in another order than a single member's: over
       8 epochs the members stay within 3e-7 of their fits alone, but Adam on mini-batches of
       one set amplifies the difference over tens of epochs (probabilities up to 0.83 apart
-      after 21-100 epochs, 13 of 20 members at other epochs: ``python scripts/bench.py
+      after 21-100 epochs, 13 of 20 members at other epochs: ``python benchmarks/bench.py
       --together``).
 
     Args:

@@ -1,6 +1,6 @@
 """Probe of issue 53's evidence targets on generated witness problems outside the suite.
 
-    python scripts/bench.py --probe witness_outside [--seeds 2]   # about 12 min on 2 cores
+    python benchmarks/bench.py --probe witness_outside [--seeds 2]   # about 12 min on 2 cores
 
 Witness problems (:func:`dpp.datasets.suite.make_witness`) with dimensions, witness rates, set
 sizes, separations, scales and offsets that no suite task has and nothing was tuned on; each

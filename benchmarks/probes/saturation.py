@@ -1,23 +1,28 @@
 """Probe of DPP's saturation on the suite's witness tasks: what stopping or a prior on beta does.
 
-    python scripts/bench.py --probe saturation        # about 1.5 min on 2 cores
+    python benchmarks/bench.py --probe saturation        # about 1.5 min on 2 cores
 
-For each witness task of dpp/experiment/suite/, 5 stratified folds: DPP at two fixed l2 values,
+For each witness task of benchmarks/lab/, 5 stratified folds: DPP at two fixed l2 values,
 with
 early stopping (validation_fraction=0.2), after one round, with a log-normal prior on beta, and
 the standard prototype (DPP's k-means start with hard codes). Prints accuracy, test
 log-likelihood per set, the share of one-hot training codes and each fold's status.
 """
 
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from dpp import DPPClassifier, StandardPrototypeClassifier
 from dpp.errors import FitWarning
-from dpp.experiment.suite import TASKS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: lab
+from lab import TASKS
+
 from dpp.metrics import evaluate
 
 VARIANTS = {

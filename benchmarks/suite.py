@@ -1,23 +1,23 @@
-"""Every method on every task of the suite (dpp/experiment/suite/), or a paired comparison.
+"""Every method on every task of the suite (benchmarks/lab/), or a paired comparison.
 
 Writes suite.json, .csv, .md, .png (and evidence.png with digit-bag tasks).
 
-    python scripts/suite.py                       # the broad benchmark: every task, 3 draws x
+    python benchmarks/suite.py                       # the broad benchmark: every task, 3 draws x
                                                   # 5 outer folds, every method -> outputs/suite/
-    python scripts/suite.py --quick               # 4 tasks, 1 draw x 3 folds, 4 methods
-    python scripts/suite.py --tasks witness_d10_r10 --folds 3 --draws 1 --out /tmp/suite
-    python scripts/suite.py --compare dpp dpp_mean [--out outputs/suite]   # from a finished run
-    python scripts/suite.py --decide dpp dpp_1se dpp_ensemble --out runA runB  # the default rule
+    python benchmarks/suite.py --quick               # 4 tasks, 1 draw x 3 folds, 4 methods
+    python benchmarks/suite.py --tasks witness_d10_r10 --folds 3 --draws 1 --out /tmp/suite
+    python benchmarks/suite.py --compare dpp dpp_mean [--out outputs/suite]   # from a finished run
+    python benchmarks/suite.py --decide dpp dpp_1se dpp_ensemble --out runA runB  # the default rule
 
 The same run as ``python experiments/run.py experiment=suite`` (both call
-:func:`dpp.experiment.suite.run_suite`). Files are rewritten after every fit, so a run that
+:func:`lab.run_suite`). Files are rewritten after every fit, so a run that
 fails keeps every fit it finished; ``--resume`` continues it, keeping the (draw, fold) units
 that every method finished. ``--compare A B`` prints A - B over the paired (task, draw, fold)
 units of the run in ``--out`` (mean ± s.e., wins/ties/losses, Wilcoxon p), overall and per
 task family, for accuracy and the test log-likelihood. With several ``--out`` folders (runs of
 other methods, or on other machines), a unit is one (run, task, draw, fold): only records of
 one run are paired. ``--decide R1 R2 ...`` prints each rule against ``dpp_mean`` and the one the
-issue's criterion ships (:func:`dpp.experiment.suite.decide`). ``--peers M P1 P2 ...``
+issue's criterion ships (:func:`lab.decide`). ``--peers M P1 P2 ...``
 prints, per task, M against the best of the peers on the units all of them finished.
 """
 
@@ -28,11 +28,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from dpp.errors import ConfigError
-from dpp.experiment.suite import (
+from lab import (
+    GENERATED_TASKS,
     METHODS,
     QUICK_METHODS,
-    GENERATED_TASKS,
     QUICK_TASKS,
     TASKS,
     compare_table,
@@ -41,13 +40,15 @@ from dpp.experiment.suite import (
     run_suite,
 )
 
+from dpp.errors import ConfigError
+
 
 def main(argv=None) -> int:
     names = textwrap.fill(", ".join(METHODS), 96, initial_indent="  ", subsequent_indent="  ")
     tasks = textwrap.fill(", ".join(TASKS), 96, initial_indent="  ", subsequent_indent="  ")
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=f"tasks:\n{tasks}\n\nmethods (dpp/experiment/suite/methods.py):\n{names}",
+        epilog=f"tasks:\n{tasks}\n\nmethods (benchmarks/lab/methods.py):\n{names}",
     )  # fmt: skip
     parser.add_argument(
         "--tasks", nargs="+", default=None, choices=list(TASKS), metavar="TASK",
@@ -130,7 +131,7 @@ def read_runs(outs: list[Path]) -> list[dict] | None:
 
 
 def decide(outs: list[Path], rules: list[str]) -> int:
-    """Prints :func:`dpp.experiment.suite.decision_table` of ``rules`` from the runs in ``outs``."""
+    """Prints :func:`lab.decision_table` of ``rules`` from the runs in ``outs``."""
     records = read_runs(outs)
     if records is None:
         return 2

@@ -1,9 +1,9 @@
 """Which default keeps a plain ``DPPClassifier()`` out of saturation on data nobody tuned for?
 
-    python scripts/bench.py --probe defaults            # about 6 min on 2 cores
-    python scripts/bench.py --probe defaults --quick    # two tasks, three folds
+    python benchmarks/bench.py --probe defaults            # about 6 min on 2 cores
+    python benchmarks/bench.py --probe defaults --quick    # two tasks, three folds
 
-Every task of the suite (dpp/experiment/suite/) and the generated multiple-instance problem of
+Every task of the suite (benchmarks/lab/) and the generated multiple-instance problem of
 issue 36
 (200 bags of 5-30 vectors in 20-D, a bag positive iff it holds a witness), 5 stratified outer
 folds each: ``DPPClassifier(n_prototypes=K, random_state=fold)`` with the candidate defaults
@@ -13,8 +13,10 @@ accuracy, test log-likelihood per set, the share of one-hot training codes, how 
 """
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
@@ -22,7 +24,10 @@ from sklearn.model_selection import StratifiedKFold
 from dpp import DPPClassifier
 from dpp.datasets.suite import make_witness
 from dpp.errors import FitWarning
-from dpp.experiment.suite import TASKS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: lab
+from lab import TASKS
+
 from dpp.metrics import evaluate
 
 #: The candidate defaults: the old one (rounds by ``tol``), early stopping, fewer rounds.

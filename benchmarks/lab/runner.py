@@ -13,7 +13,9 @@ import pandas as pd
 
 from dpp.errors import ConfigError, FitWarning
 from dpp.experiment.reporting import Recorder, finished_units, process_identity
-from dpp.experiment.suite.methods import (
+from dpp.metrics import evaluate
+from dpp.solvers.cache import release_compiled_programs
+from lab.methods import (
     METHODS,
     VIEWS,
     make_method,
@@ -21,9 +23,9 @@ from dpp.experiment.suite.methods import (
     rescored,
     selection_record,
 )
-from dpp.experiment.suite.report import evidence_figure, selection_note, suite_figure, summary_table
-from dpp.experiment.suite.statistics import example_evidence, instance_metrics
-from dpp.experiment.suite.tasks import (
+from lab.report import evidence_figure, selection_note, suite_figure, summary_table
+from lab.statistics import example_evidence, instance_metrics
+from lab.tasks import (
     DRAW_STRIDE,
     GENERATED_TASKS,
     TASKS,
@@ -32,8 +34,6 @@ from dpp.experiment.suite.tasks import (
     outer_folds,
     unit_of,
 )
-from dpp.metrics import evaluate
-from dpp.solvers.cache import release_compiled_programs
 
 
 def run_task(
@@ -183,7 +183,7 @@ def run_suite(
         ConfigError: unknown tasks or methods, fewer than 2 folds, a folder that holds a suite
             run without ``resume``, or one recorded with other ``folds``, ``seed`` or
             ``methods``, a method whose parameters changed since (``method_parameters`` in
-            ``suite.json``: :func:`~dpp.experiment.suite.methods.method_parameters`) or by an
+            ``suite.json``: :func:`~lab.methods.method_parameters`) or by an
             older version.
     """
     tasks, methods = list(tasks), list(methods)
@@ -266,7 +266,7 @@ def _previous(path: Path, header: dict, resume: bool, log=print) -> dict | None:
     previous = json.loads(path.read_text())
     if not resume:
         raise ConfigError(
-            f"{path.parent} already holds a suite run; pass resume=true (scripts/suite.py: "
+            f"{path.parent} already holds a suite run; pass resume=true (benchmarks/suite.py: "
             "--resume) to continue it"
         )
     if not isinstance(previous, dict) or "records" not in previous:

@@ -9,11 +9,11 @@ prototypes, and what the coupled weight decay adds to the embedding's gradient a
 gradient itself (``decay/grad``: ``weight_decay`` x the embedding's norm / its gradient's norm,
 for both models). Prints a table every few epochs and writes ``trace.json`` and ``trace.png``.
 
-    python scripts/embedded_diagnosis.py              # today's defaults: each candidate decay
+    python benchmarks/embedded_diagnosis.py              # today's defaults: each candidate decay
     # before issue 52, and a remedy's fit:
-    python scripts/embedded_diagnosis.py --embedded pooling=mean dropout=0.0 weight_decay=0.005
-    python scripts/embedded_diagnosis.py --epochs 40 --out outputs/diagnosis
-    python scripts/embedded_diagnosis.py --embedded pooling=max dropout=0.5 weight_decay=0.005
+    python benchmarks/embedded_diagnosis.py --embedded pooling=mean dropout=0.0 weight_decay=0.005
+    python benchmarks/embedded_diagnosis.py --epochs 40 --out outputs/diagnosis
+    python benchmarks/embedded_diagnosis.py --embedded pooling=max dropout=0.5 weight_decay=0.005
 
 About 1-2 minutes on 2 CPU cores for 40 epochs of each model on digit_bags_m10_n100.
 """
@@ -29,10 +29,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from lab import EMBEDDED_K, EMBEDDING, TASKS  # noqa: E402
 
 import dpp  # noqa: E402
 from dpp.estimators.diagnosis import trace_training  # noqa: E402
-from dpp.experiment.suite import EMBEDDED_K, EMBEDDING, TASKS  # noqa: E402
 
 
 def _params(pairs: list[str]) -> dict:

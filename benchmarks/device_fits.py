@@ -8,8 +8,8 @@ with the test accuracy. ``--big-bags``: 100 witness bags of 1,000-2,000 vectors 
 held-out 25 % scored), ``DPPClassifier(n_prototypes=16)`` against ``AttentionMILClassifier()``,
 first and second fit and the accuracy of each. Every figure is printed with the device.
 
-    python scripts/device_fits.py --digit-bags            # about 4 minutes on 2 CPU cores
-    python scripts/device_fits.py --big-bags              # for an accelerator
+    python benchmarks/device_fits.py --digit-bags            # about 4 minutes on 2 CPU cores
+    python benchmarks/device_fits.py --big-bags              # for an accelerator
 """
 
 import argparse
@@ -19,10 +19,10 @@ import warnings
 
 import jax
 import numpy as np
+from lab import EMBEDDED_K, EMBEDDING, TASKS
 
 import dpp
 from dpp.datasets.suite import make_witness
-from dpp.experiment.suite import EMBEDDED_K, EMBEDDING, TASKS
 
 
 def _split(dataset, train, test):

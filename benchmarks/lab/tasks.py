@@ -135,7 +135,7 @@ CORE_TASKS = ("witness_d10_r10", "witness_d50_r05", "proportion_d10_c3", "propor
               "digits_patches")  # fmt: skip
 
 
-#: ``scripts/suite.py --quick``: one task of each family, one draw, 3 folds, these methods.
+#: ``benchmarks/suite.py --quick``: one task of each family, one draw, 3 folds, these methods.
 QUICK_TASKS = ("witness_d10_r10", "proportion_d10_c3", "digits_patches", "digit_bags_m10_n100")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpp.experiment.suite.tasks import TASKS
+from lab.tasks import TASKS
 
 
 def paired_differences(records: list[dict], a: str, b: str, metric: str = "accuracy") -> dict:
@@ -16,7 +16,7 @@ def paired_differences(records: list[dict], a: str, b: str, metric: str = "accur
 
     Args:
         records: suite records; records of several runs carry a ``run`` field (the runs of
-            ``scripts/suite.py --compare`` with several ``--out`` folders), and a unit is then
+            ``benchmarks/suite.py --compare`` with several ``--out`` folders), and a unit is then
             one (run, task, draw, fold): differences pair records of one run only.
         a: a method name.
         b: another method name.

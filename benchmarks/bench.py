@@ -4,7 +4,7 @@ Default: one full-batch evaluation of the DPP log-likelihood and its gradient at
 (N = 700 sets of 100-300 vectors, D = 10, K = 200, C = 70): compile time, median wall time per
 evaluation after compilation, XLA's memory analysis and the process's peak resident memory.
 
-    python scripts/bench.py [--sets 700 --min-size 100 --max-size 300 --dim 10 --prototypes 200
+    python benchmarks/bench.py [--sets 700 --min-size 100 --max-size 300 --dim 10 --prototypes 200
                              --classes 70 --repeats 20 --per-prototype-beta]
 
 Printed side by side: dpp's one-pass value and gradient (sets packed into blocks of whole sets),
@@ -64,7 +64,7 @@ window's spectra (shared-pool layout, K = 50 by default), for several window siz
 of memberships T grows with the window while the pool U stays 21,025; the compiled program's
 temporary memory follows U * K, not T * K.
 
-    python scripts/bench.py --scene [--prototypes 50 --windows 3 5 7 9]
+    python benchmarks/bench.py --scene [--prototypes 50 --windows 3 5 7 9]
 
 ``--scale``: value and gradient of the full-batch likelihood for T = 1e5, 1e6 and 1e7 vectors
 (D = 10, K = 200, C = 70, sets of 100-300 vectors), each size in a fresh process: compile
@@ -75,16 +75,16 @@ included) against T*D, N*K and T*K floats (the memory a non-blocked encoder woul
 codes); then one epoch of mini-batch Adam (the
 (mu, beta)-step of ``optimizer=adam``, 64 sets a batch) on the largest problem.
 
-    python scripts/bench.py --scale [--sizes 1e5 1e6 1e7 --repeats 3]
+    python benchmarks/bench.py --scale [--sizes 1e5 1e6 1e7 --repeats 3]
 
 ``--floor`` (issue 81): the arithmetic floor of one value-and-gradient pass (its flops and
 bytes, at this machine's measured float32 matmul rate and memory bandwidth) beside dpp's
 compiled pass, at the MPEG-7 size and the big-bag size (100 bags of 1,000-2,000 vectors in
 256-D, K = 16): the ratio dpp / floor.
 
-    python scripts/bench.py --floor [--repeats 20]
+    python benchmarks/bench.py --floor [--repeats 20]
 
-``--probe NAME [ARGS]``: one of the one-off probes kept in ``scripts/probes/`` (each with its
+``--probe NAME [ARGS]``: one of the one-off probes kept in ``benchmarks/probes/`` (each with its
 own arguments, ``--probe NAME --help``): ``candidates`` (which candidates ``DPPClassifierCV()``
 considers, on the suite), ``defaults`` (which default keeps a plain ``DPPClassifier()`` out of
 saturation), ``saturation`` (stopping rules and a prior on beta on the witness tasks),
@@ -198,7 +198,7 @@ def floor_pass(params: Params, sets: RaggedSets) -> jax.Array:
 
 
 def encoder(args) -> None:
-    """dpp's value and gradient against the straightforward one and the floor pass."""
+    """Dpp's value and gradient against the straightforward one and the floor pass."""
     params, sets = make_problem(args)
     print(
         f"problem: N = {sets.num_sets} sets, T = {sets.num_memberships} vectors, D = {sets.dim}, "
@@ -647,7 +647,8 @@ def latency_child(case: str) -> None:
             dpp.DPPClassifier(n_prototypes=4), **dpp.estimators.RAW_VECTORS
         )
         step("selection on the raw vectors", lambda: raw().fit(X[:150], y[:150]))
-        from dpp.experiment.suite.methods import make_method
+        from lab.methods import make_method
+
         from dpp.sets import RaggedSets, one_hot
 
         labelled = RaggedSets.from_list(X[:150], one_hot((y[:150] == "dog").astype(int), 2))
@@ -941,12 +942,12 @@ def scale(args) -> None:
     )
 
 
-#: The one-off probes of ``--probe`` (``scripts/probes/<name>.py``, each with its ``main``).
+#: The one-off probes of ``--probe`` (``benchmarks/probes/<name>.py``, each with its ``main``).
 PROBES = ("batched_dpp", "candidates", "defaults", "saturation", "witness_outside")
 
 
 def probe(name: str, argv: list[str]) -> None:
-    """Runs ``scripts/probes/<name>.py``'s ``main`` with ``argv`` as its own arguments."""
+    """Runs ``benchmarks/probes/<name>.py``'s ``main`` with ``argv`` as its own arguments."""
     if name not in PROBES:
         raise SystemExit(f"bench.py --probe: unknown probe {name!r}; choose from {list(PROBES)}")
     path = Path(__file__).resolve().parent / "probes" / f"{name}.py"

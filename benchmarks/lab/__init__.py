@@ -3,21 +3,21 @@
 Each task (:data:`TASKS`, :mod:`dpp.datasets.suite`) is cut into stratified outer folds; in
 every fold each method (:data:`METHODS`, a registry of factories) is fitted on the other folds
 with its default selection and scored on the held-out one
-(the methods are listed in :mod:`~dpp.experiment.suite.methods`).
+(the methods are listed in :mod:`~lab.methods`).
 
 InfoLoss is left out (its fits cost 10-100x a standard prototype's and it needs a beta scale
 tuned per task). :func:`run_suite` runs it into a folder (``suite.json``, ``suite.csv``,
 ``suite.md``, ``suite.png``), from ``python experiments/run.py experiment=suite`` or
-``scripts/suite.py``.
+``benchmarks/suite.py``.
 
-The package's modules: :mod:`~dpp.experiment.suite.tasks` (the tasks, their draws and outer
-folds), :mod:`~dpp.experiment.suite.methods` (the methods by name, what each fit chose),
-:mod:`~dpp.experiment.suite.statistics` (paired differences, the default's rule, instance
-evidence), :mod:`~dpp.experiment.suite.report` (tables and figures) and
-:mod:`~dpp.experiment.suite.runner` (the run); their public names are imported here.
+The package's modules: :mod:`~lab.tasks` (the tasks, their draws and outer
+folds), :mod:`~lab.methods` (the methods by name, what each fit chose),
+:mod:`~lab.statistics` (paired differences, the default's rule, instance
+evidence), :mod:`~lab.report` (tables and figures) and
+:mod:`~lab.runner` (the run); their public names are imported here.
 """
 
-from dpp.experiment.suite.methods import (
+from lab.methods import (
     BASELINES,
     EMBEDDED_K,
     EMBEDDING,
@@ -32,7 +32,7 @@ from dpp.experiment.suite.methods import (
     rescored,
     selection_record,
 )
-from dpp.experiment.suite.report import (
+from lab.report import (
     MAX_DRAWN,
     compare_table,
     decision_table,
@@ -44,15 +44,15 @@ from dpp.experiment.suite.report import (
     suite_figure,
     summary_table,
 )
-from dpp.experiment.suite.runner import check_suite, run_suite, run_task
-from dpp.experiment.suite.statistics import (
+from lab.runner import check_suite, run_suite, run_task
+from lab.statistics import (
     ALPHA,
     decide,
     example_evidence,
     instance_metrics,
     paired_differences,
 )
-from dpp.experiment.suite.tasks import (
+from lab.tasks import (
     CORE_TASKS,
     DRAW_STRIDE,
     GENERATED_TASKS,
@@ -60,10 +60,10 @@ from dpp.experiment.suite.tasks import (
     QUICK_TASKS,
     REAL_TASKS,
     TASKS,
-    load_mil,
-    mil_csv,
     cut_training,
+    load_mil,
     membership_rows,
+    mil_csv,
     outer_folds,
     unit_of,
 )

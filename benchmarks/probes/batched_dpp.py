@@ -8,7 +8,7 @@ vectors in one set of internal units; the fold is a weight mask, the held-out pa
 validation weights). It prints both wall times (first call, then compiled) and how far the
 batched results are from the sequential ones.
 
-    python scripts/bench.py --probe batched_dpp [F L]        # default: 1 fold x 6 lambdas
+    python benchmarks/bench.py --probe batched_dpp [F L]        # default: 1 fold x 6 lambdas
 
 ``--kernel``: the value and gradient of ``L`` for ``B`` members at once on shared vectors, the
 kernel such a program needs (written here, not in the library): every member's squared
@@ -18,7 +18,7 @@ and so gives each member its own copy of them. It prints the largest relative di
 the library's ``objective`` member by member, and milliseconds per member for several ``B``
 against one value and gradient of the library on the packed layout the fits use.
 
-    python scripts/bench.py --probe batched_dpp --kernel
+    python benchmarks/bench.py --probe batched_dpp --kernel
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dpp.experiment.suite.methods import BASELINES, METHODS
-from dpp.experiment.suite.statistics import ALPHA, decide, paired_differences
-from dpp.experiment.suite.tasks import TASKS, membership_rows, unit_of
+from lab.methods import BASELINES, METHODS
+from lab.statistics import ALPHA, decide, paired_differences
+from lab.tasks import TASKS, membership_rows, unit_of
 
 
 def selection_note(record: dict) -> str:
@@ -142,7 +142,7 @@ def _paired_table(records: list[dict], frame, methods: list[str], tasks: list[st
         "",
         f"Paired differences against {reference}, accuracy (points): mean ± s.e. over the "
         "(task, draw, fold) units both finished (wins/ties/losses, Wilcoxon signed-rank p); "
-        "`python scripts/suite.py --compare A B` gives any pair, per task family.",
+        "`python benchmarks/suite.py --compare A B` gives any pair, per task family.",
         "",
     ]
     families = list(dict.fromkeys(TASKS[t][2] for t in tasks if t in TASKS))

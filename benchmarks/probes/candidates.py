@@ -1,9 +1,9 @@
 """Which candidates should ``DPPClassifierCV()`` consider by default? Measured on the suite.
 
-    python scripts/bench.py --probe candidates                          # mean+max+gem, every task
-    python scripts/bench.py --probe candidates --embedded --tasks digits_patches witness_d10_r10
+    python benchmarks/bench.py --probe candidates                      # mean+max+gem, every task
+    python benchmarks/bench.py --probe candidates --embedded --tasks digits_patches witness_d10_r10
 
-The suite's tasks and outer folds (dpp/experiment/suite/, seed 0): ``DPPClassifierCV`` over
+The suite's tasks and outer folds (benchmarks/lab/, seed 0): ``DPPClassifierCV`` over
 ``DPPClassifier(n_prototypes=K)`` with the suite's ``l2`` grid and 3 inner folds, and these
 pooling candidates (``--pooling``, default mean max gem), plus, with ``--embedded``, DPP on a
 learned embedding (256-128-64, its own K = 16 is not used here: the task's K) with each pooling
@@ -12,15 +12,20 @@ the candidates chosen; compare with the suite's rows (``dpp``: mean and max).
 """
 
 import argparse
+import sys
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from dpp import DPPClassifier, DPPClassifierCV
 from dpp.errors import FitWarning
-from dpp.experiment.suite import EMBEDDING, L2S, TASKS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: lab
+from lab import EMBEDDING, L2S, TASKS
+
 from dpp.metrics import evaluate
 
 
