@@ -2,15 +2,15 @@
 
 Writes suite.json, .csv, .md, .png (and evidence.png with digit-bag tasks).
 
-    python benchmarks/suite.py                       # the broad benchmark: every task, 3 draws x
-                                                  # 5 outer folds, every method -> outputs/suite/
-    python benchmarks/suite.py --quick               # 4 tasks, 1 draw x 3 folds, 4 methods
+    python benchmarks/suite.py             # the broad benchmark: every generated task, 3 draws x
+                                           # 5 outer folds, every method -> outputs/suite/
+    python benchmarks/suite.py --quick     # 4 tasks, 1 draw x 3 folds, 4 methods
     python benchmarks/suite.py --tasks witness_d10_r10 --folds 3 --draws 1 --out /tmp/suite
-    python benchmarks/suite.py --compare dpp dpp_mean [--out outputs/suite]   # from a finished run
-    python benchmarks/suite.py --decide dpp dpp_1se dpp_ensemble --out runA runB  # the default rule
+    python benchmarks/suite.py --tasks mil_musk1 mil_elephant --folds 10 --draws 1  # real sets
+    python benchmarks/suite.py --compare dpp_max dpp_mean [--out outputs/suite]  # a finished run
+    python benchmarks/suite.py --decide dpp_max dpp_gem --out runA runB   # the default's rule
 
-The same run as ``python experiments/run.py experiment=suite`` (both call
-:func:`lab.run_suite`). Files are rewritten after every fit, so a run that
+It calls :func:`lab.run_suite`. Files are rewritten after every fit, so a run that
 fails keeps every fit it finished; ``--resume`` continues it, keeping the (draw, fold) units
 that every method finished. ``--compare A B`` prints A - B over the paired (task, draw, fold)
 units of the run in ``--out`` (mean ± s.e., wins/ties/losses, Wilcoxon p), overall and per
@@ -51,11 +51,11 @@ def main(argv=None) -> int:
         epilog=f"tasks:\n{tasks}\n\nmethods (benchmarks/lab/methods.py):\n{names}",
     )  # fmt: skip
     parser.add_argument(
-        "--tasks", nargs="+", default=None, choices=list(TASKS), metavar="TASK",
-        help="tasks to run (default: the generated ones; mil_*: real, needs .[bench])",
+        "--tasks", nargs="+", default=None, choices=list(TASKS), metavar="T",
+        help="default: the generated; mil_*: real (.[bench])",
     )  # fmt: skip
     parser.add_argument(
-        "--methods", nargs="+", default=None, choices=list(METHODS), metavar="METHOD",
+        "--methods", nargs="+", default=None, choices=list(METHODS), metavar="M",
         help="methods to fit (listed below)",
     )  # fmt: skip
     parser.add_argument("--folds", type=int, default=None, help="5 (--quick: 3)")
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--train-sets", type=int, default=None, metavar="N",
-        help="fit on N of each fold's training sets at most (small data; default: all)",
+        help="fit on N of each fold's training sets at most (default: all)",
     )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, nargs="+", default=[Path("outputs/suite")],
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--decide", nargs="+", metavar="RULE", help="rules against dpp_mean")
     parser.add_argument(
         "--peers", nargs="+", metavar="METHOD",
-        help="the first method against the best of the others, per task, on shared units",
+        help="the first method against the best of the others, per task",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.compare:

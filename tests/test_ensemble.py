@@ -589,18 +589,3 @@ def test_the_search_contract_best_params_rebuild_best_estimator(rule, combine):
     assert cv.best_score_ == pytest.approx(np.mean(scores), abs=tolerance)
     assert all(cv.best_score_ != pytest.approx(m["score"], abs=1e-3) for m in cv.members_)
     assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)
-
-
-def test_the_suite_scores_one_fit_under_both_combinations(fitted):
-    """``dpp_log_proba`` is ``dpp_proba``'s fit predicted the other way (suite ``VIEWS``): a
-    copy with the prediction parameter changed, the original left as it was."""
-    from lab import METHODS, VIEWS, rescored
-
-    source, changed = VIEWS["dpp_log_proba"]
-    assert source in METHODS and changed == {"combine": "log_proba"}
-    before = fitted.predict_proba(PROBE)
-    view = rescored(fitted, changed)
-    expected = _log_proba(fitted).predict_proba(PROBE)
-    np.testing.assert_array_equal(view.predict_proba(PROBE), expected)
-    np.testing.assert_array_equal(fitted.predict_proba(PROBE), before)
-    assert fitted.combine == "proba" and view.combine == "log_proba"

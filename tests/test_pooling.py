@@ -324,6 +324,21 @@ def test_weighted_score_counts_only_classes_with_label_mass():
 
 
 # ------------------------------------------------------------------ the suite of set tasks
+def test_the_benchmarks_runner_names_each_task_and_method_once_in_40_lines(capsys):
+    """Issue 79: ``python benchmarks/suite.py --help`` fits a screen, every name once."""
+    import suite
+
+    from lab import METHODS, TASKS
+
+    with pytest.raises(SystemExit):
+        suite.main(["--help"])
+    text = capsys.readouterr().out
+    assert len(text.splitlines()) <= 40
+    listed = text[text.index("\nmethods (") :]
+    assert all(listed.count(f" {m},") + listed.count(f" {m}\n") == 1 for m in METHODS), text
+    assert all(text.count(f" {t},") + text.count(f" {t}\n") == 1 for t in TASKS), text
+
+
 def test_the_real_tasks_read_the_mil_packages_files_as_the_field_counts_them():
     """Issue 83: the eight classic sets, read from ``mil``'s CSV files (label, bag id,
     features), hold the bags, vectors, dimensions and positive bags the literature gives."""
@@ -534,7 +549,7 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
 
     params = method_parameters("pooling")
     assert params["class"] == "PoolingClassifier" and "Cs" in params  # every default
-    assert method_parameters("dpp")["estimator"]["class"] == "DPPClassifier"
+    assert method_parameters("dpp_mean")["estimator"]["class"] == "DPPClassifier"
     records = [
         {"task": "witness_d10_r10", "draw": 0, "fold": f, "method": "pooling"} for f in (0, 1)
     ]
@@ -562,19 +577,15 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
     ]
 
 
-def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_records_meaning():
-    """Issue 52's decisions: ``DPPClassifierCV()`` over a ``DPPClassifier`` fits the
-    candidates that the suite's ``dpp_ensemble_embedded_own_seeds_avg50_widened`` measured (the
-    three poolings and a member on ``EmbeddedDPPClassifier()``'s own settings, its moving
+def test_the_benchmarks_default_is_dppclassifiercvs_and_its_members_alone_are_its_own():
+    """Issue 52's decisions as the benchmark runs them: ``DPPClassifierCV()`` over a
+    ``DPPClassifier`` fits the candidates of ``dpp_ensemble_embedded_own_seeds_avg50_widened``
+    (the three poolings and a member on ``EmbeddedDPPClassifier()``'s own settings, its moving
     average and widened hold-out included, over three seeds, every member kept);
-    ``dpp_selection_embedded_own_seeds_avg50_widened`` stays the same members kept by forward
-    selection, ``_avg50`` the selection before the widened hold-out,
-    ``dpp_selection_embedded_own_seeds`` and ``dpp_selection_embedded_own`` those without the
-    average (and with one seed), ``dpp_embedded`` and ``dpp_embedded_avg50`` the class's
-    defaults before them, and the suite's ``dpp`` the
-    raw-vector ensemble their committed records were fitted with; the summary asks its
-    question of the default where a run has it."""
-    from lab import METHODS
+    ``dpp_mean``, ``dpp_max`` and ``dpp_gem`` are its raw members alone and
+    ``dpp_embedded_widened`` the class's defaults; the summary asks its question of the default
+    where a run has it, and tables the records of removed methods (``dpp``) too."""
+    from lab import DEFAULT, METHODS
     from lab.report import summary_table
 
     from dpp.estimators import RAW_VECTORS
@@ -589,11 +600,9 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     def fits(cv):  # what each candidate group fits, every parameter
         return [candidate(cv.estimator, g).get_params() for g in groups(cv)[0]]
 
-    own = METHODS["dpp_ensemble_embedded_own_seeds_avg50_widened"](4, 0)
+    assert len(METHODS) <= 20  # issue 79: only what is alive
+    own = METHODS[DEFAULT](4, 0)
     default = DPPClassifierCV(own.estimator, cv=own.cv)
-    selected = METHODS["dpp_selection_embedded_own_seeds_avg50_widened"](4, 0)
-    params = [{k: repr(v) for k, v in m.get_params().items()} for m in (own, selected)]
-    assert params[1] == {**params[0], "rule": repr("ensemble_selection")}  # but the rule
     assert fits(default) == fits(own) and len(fits(default)) == 4
     assert list(groups(default)[1].values()) == list(groups(own)[1].values())
     same = ("l2s", "rule", "combine", "select_rounds", "max_extensions", "scoring",
@@ -601,36 +610,15 @@ def test_the_default_is_the_suites_own_embedded_selection_and_dpp_keeps_its_reco
     assert all(getattr(default, k) == getattr(own, k) for k in same)
     assert default.embedding_seeds == 3 and fits(default)[3]["weight_average"] == 0.5
     assert fits(default)[3]["widen_validation"] is True
-    unwidened = METHODS["dpp_selection_embedded_own_seeds_avg50"](4, 0)  # as recorded
-    assert fits(unwidened)[:3] == fits(default)[:3]
-    assert fits(unwidened)[3] == {**fits(default)[3], "widen_validation": False}
-    before = METHODS["dpp_selection_embedded_own_seeds"](4, 0)  # as recorded
-    assert fits(before)[:3] == fits(default)[:3] and fits(before)[3]["weight_average"] == 0.0
-    assert METHODS["dpp_selection_embedded_own"](4, 0).embedding_seeds == 1
-    assert METHODS["dpp_embedded"](4, 0).weight_average == 0.0
-    assert METHODS["dpp_embedded_avg50"](4, 0).widen_validation is False
     assert (
         METHODS["dpp_embedded_widened"](4, 0).get_params()
         == dpp.EmbeddedDPPClassifier(n_prototypes=16, random_state=0).get_params()
     )  # the class's defaults now
-    averaged = METHODS["dpp_embedded_avg50"](4, 0).get_params()
-    for name, moved in (
-        ("k32", {"n_prototypes": 32}),
-        ("wide", {"embedding": (512, 256, 128)}),
-        ("lr1e-3", {"learning_rate": 1e-3}),
-        ("drop25", {"dropout": 0.25}),
-    ):
-        assert METHODS[f"dpp_embedded_{name}"](4, 0).get_params() == {**averaged, **moved}
-    maxed = {k: repr(v) for k, v in METHODS["dpp_max"](4, 0).get_params().items()}
-    for name, ks in (("k2", (8,)), ("kgrid", (4, 8))):  # the task's K moved alone
-        moved = {k: repr(v) for k, v in METHODS[f"dpp_max_{name}"](4, 0).get_params().items()}
-        assert moved == {**maxed, "n_prototypes": repr(ks)}
-    gridded = METHODS["dpp_ensemble_embedded_own_seeds_avg50_widened_kgrid"](4, 0).get_params()
-    assert {k: repr(v) for k, v in gridded.items()} == {**params[0], "n_prototypes": "(4, 8)"}
+    for i, pooling in enumerate(("mean", "max", "gem")):
+        alone = METHODS[f"dpp_{pooling}"](4, 0)
+        assert {k: alone.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
+        assert fits(alone) == [fits(default)[i]]  # the member alone
     assert METHODS["attention_mil"](4, 0).widen_validation is False  # the network's default
-    raw = METHODS["dpp"](4, 0)
-    assert {k: raw.get_params()[k] for k in RAW_VECTORS} == RAW_VECTORS
-    assert groups(raw)[0] == groups(default)[0][:3]  # the paper's model alone
     import json
     from pathlib import Path
 

@@ -7,8 +7,8 @@ with its default selection and scored on the held-out one
 
 InfoLoss is left out (its fits cost 10-100x a standard prototype's and it needs a beta scale
 tuned per task). :func:`run_suite` runs it into a folder (``suite.json``, ``suite.csv``,
-``suite.md``, ``suite.png``), from ``python experiments/run.py experiment=suite`` or
-``benchmarks/suite.py``.
+``suite.md``, ``suite.png``), from ``python benchmarks/suite.py``. Beside the package, not
+installed: the scripts in ``benchmarks/`` import it as ``lab``.
 
 The package's modules: :mod:`~lab.tasks` (the tasks, their draws and outer
 folds), :mod:`~lab.methods` (the methods by name, what each fit chose),
@@ -19,17 +19,15 @@ evidence), :mod:`~lab.report` (tables and figures) and
 
 from lab.methods import (
     BASELINES,
+    DEFAULT,
     EMBEDDED_K,
     EMBEDDING,
     L2S,
     METHODS,
     NETWORK_GRID,
     QUICK_METHODS,
-    VIEWS,
-    HeldOutChoice,
     SelectedNetwork,
     make_method,
-    rescored,
     selection_record,
 )
 from lab.report import (
@@ -71,6 +69,7 @@ from lab.tasks import (
 __all__ = [
     "ALPHA",
     "BASELINES",
+    "DEFAULT",
     "CORE_TASKS",
     "DRAW_STRIDE",
     "GENERATED_TASKS",
@@ -85,8 +84,6 @@ __all__ = [
     "QUICK_METHODS",
     "QUICK_TASKS",
     "TASKS",
-    "VIEWS",
-    "HeldOutChoice",
     "SelectedNetwork",
     "check_suite",
     "compare_table",
@@ -105,7 +102,6 @@ __all__ = [
     "outer_folds",
     "paired_differences",
     "peer_table",
-    "rescored",
     "run_suite",
     "run_task",
     "selection_note",

@@ -17,10 +17,8 @@ from dpp.metrics import evaluate
 from dpp.solvers.cache import release_compiled_programs
 from lab.methods import (
     METHODS,
-    VIEWS,
     make_method,
     method_parameters,
-    rescored,
     selection_record,
 )
 from lab.report import evidence_figure, selection_note, suite_figure, summary_table
@@ -84,19 +82,13 @@ def run_task(
         if train_sets is not None:
             train = cut_training(train, labels, train_sets, seed + DRAW_STRIDE * draw + fold)
         fitted_sets, test_sets = sets.subset(train), sets.subset(test)
-        done: dict[str, tuple] = {}  # method -> (fitted estimator, seconds) in this unit
         for method in methods:
-            source, changed = VIEWS.get(method, (None, {}))
-            if source in done:  # the same fit, predicted under ``changed``
-                estimator, seconds = rescored(done[source][0], changed), done[source][1]
-            else:
-                estimator = make_method(method, k, seed + draw, n_jobs)
-                t0 = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", FitWarning)  # statuses are recorded below
-                    estimator.fit(fitted_sets)
-                seconds = time.perf_counter() - t0
-            done[method] = estimator, seconds
+            estimator = make_method(method, k, seed + draw, n_jobs)
+            t0 = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FitWarning)  # statuses are recorded below
+                estimator.fit(fitted_sets)
+            seconds = time.perf_counter() - t0
             metrics = evaluate(estimator.predict_log_proba(test_sets), labels[test])
             record = {"task": name, "draw": draw, "fold": fold, "method": method, **metrics}
             record.update(fit_seconds=seconds, **selection_record(estimator))
