@@ -2,9 +2,8 @@
 
 :func:`cv_splits` reads ``cv`` as scikit-learn's ``GridSearchCV`` does (:func:`cv_folds` for a
 number of folds, grouped or stratified), and :func:`choose_on_path` picks the best strength of a
-path, extending it while the best lies at an edge; :func:`choose` (with :data:`RULES`,
-:func:`round_optimism` and :func:`fewest_rounds`) picks among scored candidates, and
-:func:`forward_selection` among an ensemble's members, pure functions of their scores.
+path, extending it while the best lies at an edge; :func:`choose` picks among scored candidates, a
+pure function of their scores.
 :class:`dpp.estimators.DPPClassifierCV` (the one selection of ``l2``, used by the command
 line's ``l2_selection.kind=cv`` and ``dpp_cv`` alike) and the pooled baselines' choice of ``C``
 are built on them.
@@ -225,133 +224,21 @@ def choose_on_path(
     return PathChoice(values, np.asarray(scores), best, position, added)
 
 
-#: How :class:`DPPClassifierCV` picks among its scored candidates.
-RULES = ("ensemble", "best", "one_se", "corrected", "ensemble_selection")
-
-#: The rules whose members (a pooling and an embedding each) are chosen apart and combined.
-ENSEMBLE_RULES = ("ensemble", "ensemble_selection")
+#: How :class:`DPPClassifierCV` picks among its scored candidates: each member's best
+#: candidate, the members combined (``ensemble``), or the one best candidate (``best``).
+RULES = ("ensemble", "best")
 
 
-def round_optimism(per_round: np.ndarray) -> float:
-    """How much choosing the best round on the same folds flatters a candidate's score.
-
-    Tibshirani & Tibshirani (2009, *Ann. Appl. Stat.* 3(2), 822-829): the mean over folds of
-    each fold's own best round's score minus its score at the round chosen on the mean, where
-    the fold stopped early (NaN) not counted. 0 for a candidate whose every fold peaks at the
-    chosen round; larger for one whose path over rounds is noisier.
-
-    Args:
-        per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
-            where a fold stopped earlier).
-    """
-    per_round = np.asarray(per_round, np.float64)
-    chosen = int(np.nanargmax(np.mean(per_round, axis=0)))
-    return float(np.mean(np.nanmax(per_round, axis=1) - per_round[:, chosen]))
-
-
-def choose(scores: dict, rule: str = "best", per_round: dict | None = None):
+def choose(scores: dict):
     """The chosen ``(group, l2)`` key of ``scores`` (``key -> [folds]`` validation scores).
 
-    A pure function of the scores: each key's group (``K``, pooling, embedding; a
-    :class:`dpp.estimators.candidates.Group`) gives ``simplicity()``, larger for simpler models.
-
-    * ``best``: the highest mean score; ties go to the stronger ``l2``, then the simpler model
-      (the group's ``simplicity()``);
-    * ``one_se``: the one-standard-error rule (Hastie, Tibshirani & Friedman, *Elements of
-      Statistical Learning*, 7.10): among the candidates whose mean score is within one
-      standard error of the best's (its folds' s.d. over the square root of their number), the
-      simplest: the simplest model first (fewest prototypes, no embedding, the paper's mean
-      pooling before max before gem), then the strongest ``l2``, then the higher score. (The
-      rounds of the chosen candidate follow the same rule: :func:`fewest_rounds`.)
-    * ``corrected``: the highest mean score less the optimism of its choice of rounds
-      (:func:`round_optimism`, from ``per_round``: ``key -> [folds, R]``), so that every
-      candidate's score carries no optimism from its rounds; a key without ``per_round`` has
-      none. Ties as ``best``.
-
-    Raises:
-        ValueError: an unknown rule.
+    The highest mean score; ties go to the stronger ``l2``, then the simpler model (the
+    group's ``simplicity()``: a :class:`dpp.estimators.candidates.Group`, larger for fewer
+    prototypes, no embedding, the paper's mean pooling before max before gem). A pure function
+    of the scores.
     """
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {', '.join(RULES)}, got {rule!r}")
-    rule = "best" if rule in ENSEMBLE_RULES else rule  # each member's choice is its best
     mean = {key: float(np.mean(v)) for key, v in scores.items()}
-    if rule == "corrected":
-        mean = {c: m - round_optimism((per_round or {})[c]) if c in (per_round or {}) else m
-                for c, m in mean.items()}  # fmt: skip
-    best = max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))
-    if rule in ("best", "corrected"):
-        return best
-    folds = np.asarray(scores[best], float)
-    se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
-    within = [c for c in mean if mean[c] >= mean[best] - se]
-    return max(within, key=lambda c: (c[0].simplicity(), c[1], mean[c]))
-
-
-def forward_selection(
-    score: Callable[[tuple[int, ...]], float], n: int, blocks=None
-) -> tuple[tuple[int, ...], float]:
-    """The members kept by forward selection, and the score of their combination.
-
-    Ensemble selection (Caruana, Niculescu-Mizil, Crew & Ksikes 2004, *ICML*), without
-    replacement and with equal weights: the best member alone first, then, while one raises
-    the score strictly, the member that raises it most. Ties go to the earlier member; a NaN
-    score ranks below every other (it is never chosen over a number, and never raises one).
-    With ``blocks``, each step adds a whole block instead of one member (e.g. the seeds of one
-    embedding, kept together or not at all). A pure function of ``score``.
-
-    Args:
-        score: ``members -> float``, the validation score (higher is better) of the
-            combination of the sorted tuple ``members`` of indices in ``range(n)``.
-        n: the number of members (>= 1).
-        blocks: a partition of ``range(n)`` into tuples, in the order ties go by; ``None``:
-            every member a block of its own.
-
-    Returns:
-        ``(kept, score)``: the sorted indices kept and their combination's score (NaN where
-        every block alone scored NaN).
-
-    Raises:
-        ValueError: ``n < 1``, or ``blocks`` not a partition of ``range(n)``.
-    """
-    if n < 1:
-        raise ValueError(f"forward selection needs at least one member, got {n}")
-    blocks = [(i,) for i in range(n)] if blocks is None else [tuple(b) for b in blocks]
-    if sorted(i for b in blocks for i in b) != list(range(n)) or not all(blocks):
-        raise ValueError(f"blocks {blocks} are not a partition of the {n} members")
-    kept: tuple[int, ...] = ()
-    taken: set[int] = set()  # the blocks kept
-    best, rank = np.nan, -np.inf  # the kept members' score, and its rank (NaN: -inf)
-    while len(taken) < len(blocks):
-        tried = {
-            b: float(score(tuple(sorted((*kept, *blocks[b])))))
-            for b in range(len(blocks))
-            if b not in taken
-        }
-        ranks = {b: -np.inf if np.isnan(v) else v for b, v in tried.items()}
-        b = max(ranks, key=lambda j: (ranks[j], -j))
-        if kept and not ranks[b] > rank:
-            break
-        kept, best, rank = tuple(sorted((*kept, *blocks[b]))), tried[b], ranks[b]
-        taken.add(b)
-    return kept, best
-
-
-def fewest_rounds(per_round: np.ndarray) -> int:
-    """The fewest rounds whose mean score is within one standard error of the best round's.
-
-    As the candidate's own best round, a round where some fold had stopped (NaN) is not
-    eligible.
-
-    Args:
-        per_round: ``[folds, R]`` validation scores of one candidate after each round (NaN
-            where a fold stopped earlier).
-    """
-    means = np.mean(per_round, axis=0)
-    best = int(np.nanargmax(means))
-    folds = per_round[:, best]
-    se = float(folds.std(ddof=1) / np.sqrt(folds.size)) if folds.size > 1 else 0.0
-    with np.errstate(invalid="ignore"):
-        return int(np.flatnonzero(means >= means[best] - se)[0])
+    return max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))
 
 
 def member_scores(scores: dict, member) -> dict:

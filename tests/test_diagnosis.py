@@ -191,8 +191,10 @@ def test_a_file_written_before_normalize_existed_loads_unnormalised(problem, tmp
     old = dpp.load(tmp_path / "old.npz")
     assert old.normalize is False
     np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
-    # the value comes from the class's ADDED_PARAMS, not from the constructor's default
-    monkeypatch.setattr(dpp.EmbeddedDPPClassifier, "ADDED_PARAMS", {"normalize": True})
+    # the value comes from the header mapping, not from the constructor's default
+    from dpp.estimators import io
+
+    monkeypatch.setattr(io, "EMBEDDED_ADDED", {"normalize": True})
     assert dpp.load(tmp_path / "old.npz").normalize is True
 
 

@@ -161,9 +161,11 @@ def test_adam_fits_widen_a_share_too_small_to_ten_held_out_sets():
         assert one.fit_report_.early_stopping == alone.fit_report_.early_stopping
         assert one.fit_report_.early_stopping.validation_sets == MIN_VALIDATION_SETS
         np.testing.assert_array_equal(one.predict_log_proba(X), alone.predict_log_proba(X))
-    assert dpp.EmbeddedDPPClassifier.ADDED_PARAMS["widen_validation"] is False  # older files
-    assert dpp.AttentionMILClassifier().widen_validation is False
-    assert dpp.DeepSetsClassifier().widen_validation is False
+    from dpp.estimators.io import EMBEDDED_ADDED
+
+    assert EMBEDDED_ADDED["widen_validation"] is False  # older files
+    assert "widen_validation" not in dpp.AttentionMILClassifier().get_params()  # 0.3: gone
+    assert "widen_validation" not in dpp.DeepSetsClassifier().get_params()
 
 
 @pytest.mark.filterwarnings("ignore::dpp.errors.FitWarning")

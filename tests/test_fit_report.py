@@ -148,14 +148,15 @@ def test_verbose_shows_progress_in_a_session_without_logging(capsys, caplog):
         err = capsys.readouterr().err
         assert "deep_sets: early stopping skipped: 8 validation sets" in err
         assert "deep_sets: max_epochs in" in err
-        # widen_validation: the share of 8 becomes 10 held out (dpp.selection.hold_out)
+        # widen_validation (the embedded DPP's): the share of 8 becomes 10 held out
+        # (dpp.selection.hold_out)
         small = {"embedding": (4,), "max_epochs": 2, "verbose": True, "widen_validation": True}
-        net = dpp.DeepSetsClassifier(**small).fit(X, y)
+        net = dpp.EmbeddedDPPClassifier(n_prototypes=2, **small).fit(X, y)
         assert "skipped" not in capsys.readouterr().err
         early = net.fit_report_.early_stopping
         assert early.skipped is None and early.validation_sets == 10
-        net = dpp.DeepSetsClassifier(**small).fit(X[:19], y[:19])  # under 20 sets: skipped
-        assert "deep_sets: early stopping skipped: 4 validation sets" in capsys.readouterr().err
+        net = dpp.EmbeddedDPPClassifier(n_prototypes=2, **small).fit(X[:19], y[:19])
+        assert "early stopping skipped: 4 validation sets" in capsys.readouterr().err
         # issue 56: a verbose DPP fit says what it does instead (40 sets: 8 would be held out)
         dpp.DPPClassifier(n_prototypes=2, max_rounds=2, verbose=True).fit(X, y)
         err = capsys.readouterr().err

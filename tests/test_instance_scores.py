@@ -380,58 +380,23 @@ def test_paired_differences_pair_units_and_test_them_by_family():
     assert f"| all (18) | {100 * every.mean():+.2f} ± " in table and "| proportion (6) |" in table
 
 
-def test_the_one_standard_error_rule_takes_the_simplest_candidate_within_reach():
+def test_choose_takes_the_best_mean_then_the_stronger_l2_then_the_simpler_model():
     from dpp.estimators.candidates import Group
-    from dpp.selection import choose, fewest_rounds
+    from dpp.selection import choose
 
     mean, maximum, gem = (Group(8, p) for p in ("mean", "max", "gem"))
     scores = {
-        (gem, 0.01): np.array([-0.30, -0.40, -0.20]),  # the best mean, -0.30, s.e. 0.0577
-        (maximum, 0.1): np.array([-0.33, -0.36, -0.30]),  # -0.33: within one s.e.
-        (mean, 0.001): np.array([-0.34, -0.35, -0.33]),  # -0.34: within, mean pooling
-        (mean, 1.0): np.array([-0.50, -0.45, -0.40]),  # -0.45: out of reach
-        (Group(16, "mean"), 1.0): np.array([-0.31, -0.31, -0.31]),  # within, but K = 16
+        (gem, 0.01): np.array([-0.30, -0.40, -0.20]),  # the best mean, -0.30
+        (maximum, 0.1): np.array([-0.33, -0.36, -0.30]),
+        (mean, 0.001): np.array([-0.34, -0.35, -0.33]),
     }
     assert choose(scores) == (gem, 0.01)
-    assert choose(scores, "one_se") == (mean, 0.001)
-    # among equally simple models the stronger l2, then the fewer rounds
-    scores[mean, 0.01] = np.array([-0.36, -0.34, -0.35])
-    assert choose(scores, "one_se") == (mean, 0.01)
-    # and its rounds: the fewest within one s.e. of its best round (NaN: a fold stopped)
-    per_round = np.array([[-0.60, -0.36, -0.30, -0.36], [-0.62, -0.38, -0.40, np.nan]])
-    assert fewest_rounds(per_round) == 1  # best: round 2's -0.35, s.e. 0.05; round 1's -0.37
-    per_round[:, 1] = [-0.44, -0.38]  # -0.41: out of reach, so round 2 itself
-    assert fewest_rounds(per_round) == 2
-    with pytest.raises(ValueError, match="rule must be one of ensemble, best, one_se"):
-        choose(scores, "median")
+    scores[gem, 0.1] = scores[gem, 0.01]  # a tie: the stronger l2
+    assert choose(scores) == (gem, 0.1)
+    scores[mean, 0.1] = scores[gem, 0.01]  # and then the simpler model (mean pooling)
+    assert choose(scores) == (mean, 0.1)
     with pytest.raises(ValueError, match="rule"):
-        dpp.DPPClassifierCV(rule="median").fit([np.ones((2, 2))] * 4, [0, 1, 0, 1])
-
-
-@pytest.mark.extended
-def test_dpp_cv_with_the_one_se_rule_refits_the_rules_choice(rng):
-    X, y = _problem(rng)
-    grid = {"l2s": (1e-2, 1.0), "cv": 3, "pooling": ("mean", "max"), "max_extensions": 0}
-    grid["embedding"] = (None,)
-    base = dpp.DPPClassifier(n_prototypes=3, max_rounds=4)
-    best = dpp.DPPClassifierCV(base, **grid).fit(X, y)
-    simple = dpp.DPPClassifierCV(base, rule="one_se", **grid).fit(X, y)
-    results = simple.cv_results_
-    mean = results["mean_test_score"]
-    np.testing.assert_array_equal(mean, best.cv_results_["mean_test_score"])  # same scores
-    top = best.best_index_
-    se = results["std_test_score"][top] / np.sqrt(3 - 1)  # np.std is ddof=0
-    chosen = simple.best_index_
-    assert mean[chosen] >= mean[top] - se - 1e-12
-    rank = {"mean": 0, "max": 1}
-    for i, params in enumerate(results["params"]):  # nothing simpler is within reach
-        if mean[i] >= mean[top] - se - 1e-12 and i != chosen:
-            simpler = rank[params["pooling"]] < rank[simple.best_params_["pooling"]]
-            same = params["pooling"] == simple.best_params_["pooling"]
-            assert not simpler and not (same and params["l2"] > simple.best_params_["l2"])
-    assert simple.best_rounds_ <= results["rounds"][chosen]
-    assert simple.best_estimator_.fit_report_.rounds <= simple.best_rounds_
-    assert simple.best_position_ in ("strongest edge", "weakest edge", "interior")
+        dpp.DPPClassifierCV(rule="one_se").fit([np.ones((2, 2))] * 4, [0, 1, 0, 1])
 
 
 def test_the_contour_figure_is_skipped_with_its_reason_off_mpeg7():

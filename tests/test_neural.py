@@ -437,9 +437,10 @@ def test_a_mini_batch_holds_real_sets_only_but_for_the_last_partial_one():
 @pytest.mark.extended  # a selection with an embedded candidate: about 15 s
 def test_a_selection_over_the_paper_model_and_an_embedding_refits_both(monkeypatch):
     """The refit of an embedding member got the coordinate-ascent fits' ``layout`` and failed
-    (``TypeError``); it is refitted as its ``EmbeddedDPPClassifier`` alone would be. The
-    ensemble's score reuses the member's fold fits (batched), which are its refits on the
-    folds: the embedded model is fitted alone once, for the final refit."""
+    (``TypeError``); it is refitted as its ``EmbeddedDPPClassifier`` alone would be (on its
+    own settings, ``members_``' params). The ensemble's score reuses the member's fold fits
+    (batched), which are its refits on the folds: the embedded model is fitted alone once,
+    for the final refit."""
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
     y = np.arange(40) % 2
@@ -452,25 +453,26 @@ def test_a_selection_over_the_paper_model_and_an_embedding_refits_both(monkeypat
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
         search = dpp.DPPClassifierCV(
-            base, embedding=[None, (4,)], embedding_grid="grid", rule="ensemble",
+            base, embedding=[None, (4,)], embedding_seeds=1, rule="ensemble",
             pooling=["mean"], l2s=(1.0,), cv=2, max_extensions=0,
+            embedding_options={"n_prototypes": 2, "max_epochs": 5},
         ).fit(X, y)  # fmt: skip
         names = [m["name"] for m in search.members_]
-        assert names == ["mean", "mean_embedded"]
+        assert names == ["mean", "gem_embedded"]
         assert len(fits) == 1  # the refit; the folds' were fitted together, and reused
         embedded = search.best_estimator_.estimators_[1]
-        alone = dpp.EmbeddedDPPClassifier.like(
-            base, n_prototypes=2, pooling="mean", embedding=(4,), l2=1.0, validation_fraction=0.2
-        ).fit(X, y)
+        params = search.members_[1]["params"]
+        alone = dpp.EmbeddedDPPClassifier.like(base, **params).fit(X, y)
     assert type(embedded) is dpp.EmbeddedDPPClassifier
     np.testing.assert_array_equal(embedded.predict_proba(X), alone.predict_proba(X))
 
 
 @pytest.mark.extended  # two selections with an embedded candidate: about 30 s
 def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_folds():
-    """``embedding_grid="own"``: an embedding is one candidate, the embedded estimator's own
-    ``K``, pooling and ``l2`` (``EmbeddedDPPClassifier()``'s over a paper's model), not crossed
-    with the grid; one fit per fold, no extension, and ``best_params_`` rebuilds its refit."""
+    """An embedding added to the paper's model is one candidate, ``EmbeddedDPPClassifier()``'s
+    own ``K``, pooling and ``l2``, not crossed with the grid; one fit per fold, no extension;
+    a tuned ``EmbeddedDPPClassifier`` is crossed with the grid, and ``best_params_`` rebuilds
+    its refit; ``embedding_grid`` (0.2) is no parameter now."""
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
     y = np.arange(40) % 2
@@ -481,7 +483,7 @@ def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_fo
         warnings.simplefilter("ignore", FitWarning)
         search = dpp.DPPClassifierCV(
             dpp.DPPClassifier(n_prototypes=2, max_rounds=2), embedding=[None, (4,)],
-            embedding_grid="own", rule="best", **grid,
+            rule="best", **grid,
         ).fit(X, y)  # fmt: skip
         own = dpp.EmbeddedDPPClassifier()
         embedded = [p for p in search.cv_results_["params"] if "embedding" in p]
@@ -493,16 +495,15 @@ def test_an_embedding_on_its_own_settings_is_one_candidate_scored_on_the_same_fo
         tuned = dpp.EmbeddedDPPClassifier(
             n_prototypes=3, pooling="max", embedding=(4,), l2=0.5, max_epochs=5
         )
-        alone = dpp.DPPClassifierCV(tuned, embedding_grid="own", **grid).fit(X, y)
+        alone = dpp.DPPClassifierCV(tuned, rule="best", **grid).fit(X, y)
         again = clone(tuned).set_params(**alone.best_params_).fit(X, y)
-    assert alone.cv_results_["params"] == [
-        {"n_prototypes": 3, "pooling": "max", "embedding": (4,), "l2": 0.5}
-    ]
-    assert alone.best_position_ == "only value" and alone.l2s_added_ == []
+    assert {(p["pooling"], p["l2"]) for p in alone.cv_results_["params"]} >= {
+        (p, v) for p in ("mean", "max") for v in (0.1, 1.0)
+    }  # on the grid
     assert all(s is not None for s in alone.cv_results_["split1_fit_status"])
     np.testing.assert_allclose(again.predict_proba(X), alone.predict_proba(X), atol=1e-6)
-    with pytest.raises(ValueError, match="embedding_grid"):
-        dpp.DPPClassifierCV(embedding_grid="every").fit(X, y)
+    with pytest.raises(TypeError, match="embedding_grid"):
+        dpp.DPPClassifierCV(embedding_grid="own")
 
 
 def test_an_own_embedded_member_over_seeds_is_one_member_per_seed_named_by_it():
@@ -540,26 +541,27 @@ def test_a_selection_over_seeds_keeps_a_member_per_seed_and_its_params_rebuild_i
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]
     y = np.arange(40) % 2
-    tuned = dpp.EmbeddedDPPClassifier(n_prototypes=2, embedding=(4,), max_epochs=3,
-                                      random_state=5)  # fmt: skip
-    grid = {"embedding_grid": "own", "rule": "ensemble", "cv": 2}
+    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2, random_state=5)
+    grid = {"rule": "ensemble", "cv": 2, "pooling": ["mean"], "l2s": (0.1,), "max_extensions": 0}
+    grid.update(embedding=(None, (4,)), embedding_options={"n_prototypes": 2, "max_epochs": 3})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        seeds = dpp.DPPClassifierCV(tuned, embedding_seeds=3, **grid).fit(X, y)
-        one = dpp.DPPClassifierCV(tuned, embedding_seeds=1, **grid).fit(X, y)
+        seeds = dpp.DPPClassifierCV(base, embedding_seeds=3, **grid).fit(X, y)
+        one = dpp.DPPClassifierCV(base, embedding_seeds=1, **grid).fit(X, y)
         again = dpp.SetEnsembleClassifier(**seeds.best_params_).fit(X, y)
     assert [m["name"] for m in seeds.members_] == [
+        "mean",
         "gem_embedded",
         "gem_embedded_seed6",
         "gem_embedded_seed7",
     ]
-    assert [e.random_state for e in seeds.best_estimator_.estimators_] == [5, 6, 7]
-    assert list(seeds.cv_results_["param_random_state"]) == [None, 6, 7]
+    assert [e.random_state for e in seeds.best_estimator_.estimators_][2:] == [6, 7]
+    assert list(seeds.cv_results_["param_random_state"])[-2:] == [6, 7]
     assert "param_random_state" not in one.cv_results_
-    assert seeds.members_[0]["score"] == one.best_score_
+    assert seeds.members_[1]["score"] == one.members_[1]["score"]
     np.testing.assert_allclose(again.predict_proba(X), seeds.predict_proba(X), atol=1e-6)
     with pytest.raises(ValueError, match="embedding_seeds"):
-        dpp.DPPClassifierCV(tuned, embedding_seeds=0).fit(X, y)
+        dpp.DPPClassifierCV(base, embedding_seeds=0).fit(X, y)
 
 
 def test_embedding_options_set_the_embedded_members_and_their_refits_name_them():
@@ -600,42 +602,6 @@ def test_embedding_options_set_the_embedded_members_and_their_refits_name_them()
             c.candidate_groups(base, None, None, "auto", "own", bad)
     with pytest.raises(ValueError, match="set them on it"):
         c.candidate_groups(dpp.EmbeddedDPPClassifier(), None, None, "auto", "own", options)
-
-
-def test_seed_blocks_put_an_embeddings_seeds_in_one_block_or_each_member_alone():
-    """:func:`seed_blocks`: forward selection's blocks, in the members' order."""
-    from dpp.estimators.candidates import seed_blocks
-
-    members = [("mean", None), ("gem", (8,)), ("max", None), ("gem", (8,), 6), ("gem", (8,), 7)]
-    assert seed_blocks(members, False) == [(0,), (1,), (2,), (3,), (4,)]
-    assert seed_blocks(members, True) == [(0,), (1, 3, 4), (2,)]
-
-
-@pytest.mark.extended  # a selection with three embedded seeds: about 20 s
-def test_a_selection_keeps_an_embeddings_seeds_together_when_asked():
-    """``seeds_together=True``: the kept members hold all three seeds of the embedding or
-    none, and ``members_`` says so (and each embedded seed's ``embedding_options``); the
-    selection's parameters are checked."""
-    rng = np.random.default_rng(1)
-    X = [rng.normal(size=(4, 3)) + (i % 2) * 0.7 for i in range(48)]
-    y = np.arange(48) % 2
-    base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2, random_state=3)
-    small = {"embedding": (None, (4,)), "embedding_grid": "own", "cv": 2, "l2s": (0.1,)}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FitWarning)
-        cv = dpp.DPPClassifierCV(
-            base, rule="ensemble_selection", embedding_seeds=3, seeds_together=True, **small,
-            embedding_options={"weight_average": 0.5},
-        )  # fmt: skip
-        cv.fit(X, y)
-    kept = {m["name"]: m["kept"] for m in cv.members_}
-    seeds = [kept[n] for n in kept if "_embedded" in n]
-    assert len(seeds) == 3 and len(set(seeds)) == 1, kept
-    assert any(kept.values())
-    averaged = [m["params"].get("weight_average") for m in cv.members_]
-    assert averaged == [None if "_embedded" not in m["name"] else 0.5 for m in cv.members_]
-    with pytest.raises(ValueError, match="seeds_together"):
-        dpp.DPPClassifierCV(base, seeds_together="yes").fit(X, y)
 
 
 def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_own_settings():

@@ -79,7 +79,7 @@ def test_every_pooling_fitted_in_one_program_is_its_own_fit_to_the_bit():
         est = DPPClassifier(
             n_prototypes=3, pooling=pooling, max_rounds=4, validation_fraction=0.0, random_state=0
         )
-        return est.fit(part, validation_sets=held, **kw)
+        return est.fit_fold(part, held, **kw)
 
     with CompileCounter() as counter:
         chosen = [fit(p, any_pooling=True) for p in POOLINGS]
@@ -146,8 +146,7 @@ def test_an_embedded_member_trained_beside_the_other_candidates_changes_no_bit(m
         "cv": 2,
         "max_extensions": 0,
         "embedding": (None, (4,)),
-        "embedding_grid": "own",
-        "rule": "ensemble_selection",
+        "rule": "ensemble",
     }
     started = []
 

@@ -84,7 +84,9 @@ def test_held_out_arguments_are_refused_where_they_conflict(halves):
     with pytest.raises(ValueError, match="D = 4 .* D = 5"):
         fit_dpp(train, centres, settings, key, validation_sets=other)
     with pytest.raises(ValueError, match="labelled RaggedSets"):
-        DPPClassifier(n_prototypes=3, **QUICK).fit(train, validation_sets=[np.zeros((2, 4))])
+        DPPClassifier(n_prototypes=3, **QUICK).fit_fold(train, [np.zeros((2, 4))])
+    with pytest.raises(TypeError, match="validation_sets"):  # fit takes what users pass
+        DPPClassifier(n_prototypes=3, **QUICK).fit(train, validation_sets=train)
 
 
 @pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
@@ -123,7 +125,7 @@ def test_cv_chooses_rounds_and_refits_capped(halves, caplog):
     alone = clone(base).set_params(l2=1e-2 * part.num_sets / train.num_sets)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FitWarning)
-        alone.set_params(validation_fraction=0.0).fit(part, validation_sets=held)
+        alone.set_params(validation_fraction=0.0).fit_fold(part, held)
     best = search.best_rounds_
     assert search.cv_results_["split0_test_score"][0] == scores_by_round(alone)[best]
 

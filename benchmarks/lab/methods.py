@@ -50,7 +50,7 @@ EMBEDDING, EMBEDDED_K = WIDTHS, 16
 #: The selections' parameters as the committed records were fitted with (``DPPClassifierCV``'s
 #: defaults until issue 52's decision): each ``dpp_*`` method overrides only what it names, so
 #: a method's name keeps its meaning (and its fingerprint, :func:`method_parameters`).
-RECORDED = {**RAW_VECTORS, "embedding_grid": "grid", "embedding_seeds": 1}
+RECORDED = {**RAW_VECTORS, "embedding_seeds": 1}
 #: The embedded DPP's parameters as the committed records were fitted with
 #: (``EmbeddedDPPClassifier``'s defaults until issue 52's moving average and widened hold-out):
 #: every embedded method and every selection's embedded member overrides only what it names.
@@ -140,7 +140,6 @@ METHODS: dict[str, Callable] = {
     DEFAULT: _dpp_cv(
         rule="ensemble",
         embedding=(None, EMBEDDING),
-        embedding_grid="own",
         embedding_seeds=3,
         embedding_options={"weight_average": 0.5, "widen_validation": True},
     ),

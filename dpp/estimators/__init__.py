@@ -47,7 +47,6 @@ from dpp.estimators.inputs import as_sets, labelled_sets, prediction_sets
 from dpp.estimators.io import ESTIMATORS, NEURAL_ESTIMATORS, POOLED_ESTIMATORS, load
 from dpp.estimators.neural import AttentionMILClassifier, DeepSetsClassifier
 from dpp.estimators.pooled import BagOfWordsClassifier, PoolingClassifier
-from dpp.units import Affine  # its home until this release: dpp.units
 
 __all__ = [
     "EXPERIMENT_PARAMS",
@@ -60,7 +59,6 @@ __all__ = [
     "BagOfWordsClassifier",
     "PoolingClassifier",
     "SCORINGS",
-    "Affine",
     "ClassPriorClassifier",
     "DPPClassifier",
     "DPPClassifierCV",

@@ -89,7 +89,7 @@ class Member(NamedTuple):
             a best epoch of 0 an early stop (:func:`~dpp.model.epoch_status`).
         widen: where ``fraction`` holds out fewer than 10 sets, hold out 10 if 20 or more are
             given, rather than train ``max_epochs`` unmonitored (:func:`dpp.selection.hold_out`;
-            the estimators' ``widen_validation``).
+            :class:`~dpp.EmbeddedDPPClassifier`'s ``widen_validation``).
     """
 
     make: Callable
@@ -485,8 +485,8 @@ class AdamTrained:
 
     :class:`NeuralSetClassifier` and :class:`~dpp.estimators.embedded.EmbeddedDPPClassifier`:
     ``embedding`` widths, ``dropout``, Adam's ``learning_rate`` and ``weight_decay``,
-    ``batch_size``, ``max_epochs``, ``patience`` (epochs), ``validation_fraction``,
-    ``widen_validation`` and ``verbose``, and a model file holding the network's arrays
+    ``batch_size``, ``max_epochs``, ``patience`` (epochs), ``validation_fraction`` and
+    ``verbose``, and a model file holding the network's arrays
     (``net_000`` ...).
     """
 
@@ -500,7 +500,6 @@ class AdamTrained:
         "max_epochs": check.Int(1),
         "patience": check.Int(1),
         "validation_fraction": check.Real(low=0, high=1, high_open=True),
-        "widen_validation": check.Bool(),
         "verbose": check.Bool(),
     }
 

@@ -23,8 +23,8 @@ DEFAULT_VALIDATION_FRACTION = 0.2
 
 #: What an embedding candidate of :class:`DPPClassifierCV` is crossed with: the grid's ``K``,
 #: poolings and ``l2`` path, or one candidate with the embedded estimator's own settings;
-#: ``auto`` (the default): ``own`` for an embedding added to the paper's model, ``grid`` where
-#: the tuned estimator is itself an :class:`~dpp.EmbeddedDPPClassifier`.
+#: ``auto`` (what the search uses): ``own`` for an embedding added to the paper's model,
+#: ``grid`` where the tuned estimator is itself an :class:`~dpp.EmbeddedDPPClassifier`.
 EMBEDDING_GRIDS = ("auto", "grid", "own")
 
 
@@ -301,17 +301,6 @@ def member_name(member: tuple) -> str:
     pooling, embedding, *seed = member
     name = (pooling or "own") + ("" if embedding is None else "_embedded")
     return name + "".join(f"_seed{s}" for s in seed)
-
-
-def seed_blocks(members: list[tuple], together: bool) -> list[tuple[int, ...]]:
-    """Forward selection's blocks of ``members`` (:meth:`Group.member` tuples, in order).
-
-    Each member alone, or with ``together`` the seeds of one embedding as one block
-    (:func:`seeded_embeddings`; :func:`dpp.selection.forward_selection`'s ``blocks``).
-    """
-    key = (lambda m: m[:2]) if together else (lambda m: m)
-    keys = [key(m) for m in members]
-    return [tuple(i for i, k in enumerate(keys) if k == b) for b in dict.fromkeys(keys)]
 
 
 def seeded_embeddings(groups: list, own: dict, seeds: int, seed: int) -> tuple[list, dict]:

@@ -24,7 +24,6 @@ from dpp.estimators.base import (
 )
 from dpp.estimators.beside import stopped
 from dpp.estimators.candidates import (
-    EMBEDDING_GRIDS,
     NOT_TUNED,
     Group,
     MemberChoice,
@@ -34,29 +33,24 @@ from dpp.estimators.candidates import (
     monitored_embeddings,
     refit_estimator,
     refit_params,
-    seed_blocks,
     seeded_embeddings,
     warn_unclean_choice,
 )
 from dpp.estimators.dpp import DPPClassifier
-from dpp.estimators.ensemble import COMBINES, SetEnsembleClassifier
+from dpp.estimators.ensemble import SetEnsembleClassifier
 from dpp.estimators.inputs import labelled_sets
 from dpp.estimators.search import CandidateSearch, prior_score, refit, results_table
 from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS
 from dpp.selection import (
     EDGES,
-    ENSEMBLE_RULES,
     RULES,
     choose,
     choose_on_path,
     cv_splits,
     edge_message,
-    fewest_rounds,
-    forward_selection,
     member_scores,
     position_among,
-    round_optimism,
 )
 from dpp.solvers.progress import bar, say
 
@@ -101,18 +95,15 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             (left out under 20 training sets:
             :func:`~dpp.estimators.candidates.monitored_embeddings`); over an
             ``EmbeddedDPPClassifier``, its own widths (as ``None`` alone); others have none.
-        embedding_grid: what an embedding candidate is crossed with: ``own``, one candidate
-            per embedding with the embedded estimator's own ``K``, pooling and ``l2``
-            (``EmbeddedDPPClassifier()``'s, or the tuned one's), one fit per fold, what it
-            fits alone; ``grid``, the grid's ``K`` values, poolings and ``l2`` path, as the
-            paper's model's. ``"auto"`` (the default): ``own`` for an embedding added to a
-            ``DPPClassifier``, else ``grid``
+            An embedding added to a ``DPPClassifier`` is one candidate with the embedded
+            estimator's own ``K``, pooling and ``l2`` (``EmbeddedDPPClassifier()``'s), one fit
+            per fold, what it fits alone; a tuned ``EmbeddedDPPClassifier`` is crossed with the
+            grid's ``K`` values, poolings and ``l2`` path, as the paper's model is
             (:func:`~dpp.estimators.candidates.resolved_embeddings`).
         embedding_seeds: each ``own`` member on an embedding over this many seeds, each a
             member (:func:`~dpp.estimators.candidates.seeded_embeddings`); 1: its own alone.
             3 by default: seeds of one network disagree, and their average is the steadier
             member (decided on the broad benchmark, docs/defaults.md).
-        seeds_together: forward selection keeps or drops an embedding's seeds as one block.
         embedding_options: other :class:`~dpp.EmbeddedDPPClassifier` parameters of the members
             on an embedding over a ``DPPClassifier`` (e.g. ``{"weight_average": 0.5}``; ``None``:
             its defaults; :func:`~dpp.estimators.candidates.embedded_settings`).
@@ -137,23 +128,11 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         rule: what the candidates' scores give: ``ensemble`` (the default: each member's
             best candidate, a member being a pooling (and an embedding, and a seed of it) with
             its ``K``, ``l2`` and rounds chosen among its own candidates; every member is
-            refitted and their predictions combined by ``combine``,
+            refitted and their log-probabilities averaged,
             :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`; with one member it is
-            ``best``), ``ensemble_selection`` (the members of ``ensemble`` whose combination
-            scores best on the folds, kept by :func:`~dpp.selection.forward_selection`; a
-            dropped member is not refitted), ``best`` (the highest mean validation score, one
-            refit), ``one_se`` (the simplest candidate within one standard error of the best:
-            mean pooling, the strongest ``l2``; and its fewest rounds within one standard error
-            of its best round, :func:`fewest_rounds`) or ``corrected`` (the highest score less
-            the optimism of choosing its rounds on the same folds, :func:`round_optimism`;
-            ``best_score_`` is that corrected score). ``ensemble`` is the default: keeping every
-            member beat forward selection among the same members on the broad benchmark
-            (docs/defaults.md).
-        combine: how the ensemble rules combine their members' predictions
-            (:class:`~dpp.estimators.ensemble.SetEnsembleClassifier`): ``"log_proba"`` (the
-            default; decided on the broad benchmark, docs/defaults.md), the mean of their
-            log-probabilities renormalised, whose ``instance_scores`` and ``intercept_``
-            decompose its class scores exactly, or ``"proba"``, of their probabilities.
+            ``best``) or ``best`` (the highest mean validation score, one refit: a single
+            model, whose prototypes and ``beta`` are one estimator's; :func:`dpp.selection.choose`).
+            Why ``ensemble`` is the default: docs/defaults.md.
         n_jobs: fits run at once, as in scikit-learn: 1 one at a time, ``-1`` every core;
             ``None``: one at a time, but an embedded member's fits beside the rest (a second
             thread, where the process has two cores or more). The (candidate, fold) fits
@@ -178,15 +157,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
     * ``best_params_``: the chosen candidate's grid values and how its refit stops
       (:func:`refit_params`: with ``select_rounds``, ``round_cap`` = the chosen rounds and
       ``validation_fraction=0``). With ``rule="ensemble"`` and several members, the
-      ensemble's own parameters, ``{"estimators": [(name, estimator with its choice)],
-      "combine": ...}``: ``SetEnsembleClassifier(**best_params_)`` is the refit. (A candidate
+      ensemble's own parameters, ``{"estimators": [(name, estimator with its choice)]}``:
+      ``SetEnsembleClassifier(**best_params_)`` is the refit. (A candidate
       on an embedding over a ``DPPClassifier`` is an ``EmbeddedDPPClassifier``: its
       parameters are that estimator's, and ``EmbeddedDPPClassifier.like(estimator,
-      **best_params_)`` is its refit, where ``ensemble_selection`` keeps that member alone.)
-    * ``best_score_``: the chosen candidate's mean validation score (``corrected``: less its
-      optimism; ``one_se``: at its chosen round); for the ensemble (and what
-      ``ensemble_selection`` kept, one member or several), the ensemble's own, its chosen
-      members refitted on each fold and combined
+      **best_params_)`` is its refit.)
+    * ``best_score_``: the chosen candidate's mean validation score; for the ensemble, the
+      ensemble's own, its members refitted on each fold and combined
       (:meth:`~dpp.estimators.search.CandidateSearch.ensemble_score`).
     * ``cv_results_``: scikit-learn's layout (``params``, ``param_<name>``,
       ``mean_test_score``, ``std_test_score``, ``split<i>_test_score``, ``rank_test_score``,
@@ -209,7 +186,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
       :class:`~dpp.estimators.ensemble.SetEnsembleClassifier`), ``members_`` (the ensemble
       rules with several members only: each member's ``name``, ``params`` (as
       ``best_params_`` of one), ``rounds``, its own mean validation ``score``, ``position``
-      and whether it was ``kept``: always, but by ``ensemble_selection``), and the fitted
+      and ``kept``, always true), and the fitted
       attributes of ``best_estimator_`` (``classes_``, ``prototypes_``, ``beta_``, ``theta_``,
       ``n_features_in_``, ...; an ensemble has its members'), which ``save`` writes.
     """
@@ -219,9 +196,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         "max_extensions": check.Int(0),
         "select_rounds": check.Bool(),
         "rule": check.Choice(RULES),
-        "combine": check.Choice(COMBINES),
-        "embedding_grid": check.Choice(EMBEDDING_GRIDS),
-        "embedding_seeds": check.Int(1), "seeds_together": check.Bool(),
+        "embedding_seeds": check.Int(1),
         "verbose": check.Literal("auto", check.Bool()),
     }  # fmt: skip
 
@@ -232,16 +207,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         n_prototypes=None,
         pooling=POOLINGS,
         embedding="auto",
-        embedding_grid: str = "auto",
         embedding_seeds: int = 3,
-        seeds_together: bool = False,
         embedding_options: dict | None = None,
         cv=5,
         scoring: str = "log_likelihood",
         max_extensions: int = 3,
         select_rounds: bool = True,
         rule: str = "ensemble",
-        combine: str = "log_proba",
         n_jobs: int | None = None,
         verbose: bool | str = "auto",
     ):
@@ -250,16 +222,13 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.n_prototypes = n_prototypes
         self.pooling = pooling
         self.embedding = embedding
-        self.embedding_grid = embedding_grid
         self.embedding_seeds = embedding_seeds
-        self.seeds_together = seeds_together
         self.embedding_options = embedding_options
         self.cv = cv
         self.scoring = scoring
         self.max_extensions = max_extensions
         self.select_rounds = select_rounds
         self.rule = rule
-        self.combine = combine
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -299,7 +268,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         # the grid's fits and the refits are known now: the bar's total grows only by the
         # values added past an edge
         members = len({g.member() for g in candidates})
-        refits = members if self.rule in ENSEMBLE_RULES and members > 1 else 1
+        refits = members if self.rule == "ensemble" and members > 1 else 1
         per_fold = sum(1 if g in own else len(set(self.l2s)) for g in candidates)
         search.planned = per_fold * len(folds) + refits
         progress = bar(search.planned, type(self).__name__, self.verbose)
@@ -335,8 +304,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         One path for every rule. The candidates fall into members: under ``rule="ensemble"``
         with several poolings (or embeddings), one member each; otherwise one member, every
         candidate. Each member grows its best group's path and chooses by the rule
-        (:meth:`_member`); ``ensemble_selection`` keeps those whose combination scores best on
-        the folds (:func:`~dpp.selection.forward_selection`); the kept are refitted
+        (:meth:`_member`); each is refitted
         (:meth:`_refitted`, which says their warnings); one member is the model, several are
         combined, the result written in one place (:meth:`_write_choice`). ``own``: the groups
         scored at their own ``l2`` alone (no path, no extension).
@@ -347,7 +315,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         for group, l2 in own.items():
             search.cross_validate([group], [l2], warm=False)
         members = list(dict.fromkeys(g.member() for g in candidates))
-        if not (self.rule in ENSEMBLE_RULES and len(members) > 1):
+        if not (self.rule == "ensemble" and len(members) > 1):
             members = [None]  # one member: every candidate
         # each member's best group (ties: the stronger l2, then the simpler model) grows its path
         best = {m: choose(member_scores(search.scores, m))[0] for m in members}
@@ -356,18 +324,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.prior_score_ = float(
             np.mean([prior_score(part, held, self.scoring) for part, held in search.parts])
         )
-        selecting = self.rule == "ensemble_selection" and len(members) > 1
         chosen = [self._member(search, m, *grown[m]) for m in members]
-        considered, score = chosen, None
-        if selecting:  # the members kept, before any refit: a dropped member is not refitted
-            logs = search.member_log_probas([(c.key, c.rounds) for c in chosen])
-            blocks = seed_blocks(members, self.seeds_together)
-            kept, score = forward_selection(
-                lambda m: search.combined_score(logs, self.combine, m), len(chosen), blocks
-            )
-            chosen = [chosen[i] for i in kept]  # (the bar's planned refits cover the folds')
         chosen = [self._refitted(search, base, sets, classes, c) for c in chosen]
-        self._write_choice(base, search, chosen, best_key, classes, considered, score)
+        self._write_choice(base, search, chosen, best_key, classes)
 
     def _grow(self, search: CandidateSearch, group: Group, extensions: int | None = None):
         """``(group, choice)``: ``group``'s ``l2`` path grown past an edge of its best score.
@@ -389,26 +348,18 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         return group, choose_on_path(path, means, score_new, extensions)
 
     def _member(self, search, member, group, choice) -> MemberChoice:
-        """One member's choice by the rule and its position (with its edge warning), unfitted.
+        """One member's choice and its position (with its edge warning), unfitted.
 
-        ``best`` (and each member of the ensemble): the highest mean score, at its best round;
-        ``corrected``: less the optimism of that round's choice (:func:`round_optimism`);
-        ``one_se``: the simplest candidate within one standard error, and its fewest rounds
-        within one standard error of its best round (:func:`fewest_rounds`), scored there.
-        The position is that of the grown path where the choice is its best, else among the
-        values its group scored.
+        The highest mean score, at its best round (:func:`dpp.selection.choose`). The position
+        is that of the grown path where the choice is its best, else among the values its
+        group scored.
         """
-        key = choose(member_scores(search.scores, member), self.rule, search.per_round)
+        key = choose(member_scores(search.scores, member))
         score = float(np.mean(search.scores[key]))
-        if self.rule == "corrected" and key in search.per_round:
-            score -= round_optimism(search.per_round[key])
         rounds = search.rounds.get(key) if search.by_round else None
-        if rounds is not None and self.rule == "one_se":
-            rounds = fewest_rounds(search.per_round[key])
-            score = float(np.mean(search.per_round[key][:, rounds]))
         name = "" if member is None else member_name(member)
         position, edge = choice.position, None
-        if not (key[0] == group and self.rule in ("best", *ENSEMBLE_RULES)):  # off its path
+        if key[0] != group:  # off its path
             position = position_among([v for g, v in search.scores if g == key[0]], key[1])
         elif position in EDGES:  # said if the member is kept (:meth:`_refitted`)
             owner = f"{type(self).__name__}" + (f" (member {name})" if name else "")
@@ -423,13 +374,10 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         warn_unclean_choice(type(self).__name__, chosen.key, search.statuses[chosen.key], fitted)
         return chosen._replace(fitted=fitted)
 
-    def _write_choice(
-        self, base, search, chosen: list, best_key, classes, considered: list, score=None
-    ) -> None:
+    def _write_choice(self, base, search, chosen: list, best_key, classes) -> None:
         """Writes the chosen result: the one member's refit, or the ensemble of several.
 
-        ``chosen``: the refitted :class:`MemberChoice` s kept, of ``considered`` (every member);
-        ``score``: the kept ones' validation score where forward selection computed it.
+        ``chosen``: the refitted :class:`MemberChoice` s, one per member.
 
         ``best_estimator_``, ``best_params_``, ``best_score_`` (what ``best_estimator_`` is
         scores: one member's own score; an ensemble's, its members refitted on each fold and
@@ -439,7 +387,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         ``n_features_in_``, and for an ensemble ``members_``.
         """
         added = []
-        for c in considered:
+        for c in chosen:
             added += [v for v in c.added if v not in added]
         positions = [c.position for c in chosen]
         edges = [p for p in positions if p in EDGES]
@@ -450,31 +398,25 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         if len(chosen) == 1:
             (one,) = chosen
             self.best_rounds_ = one.rounds
-            self.best_score_ = one.score if score is None else score
+            self.best_score_ = one.score
             self.best_params_ = refit_params(one.key, one.rounds)
             self.best_estimator_ = one.fitted
         else:  # the ensemble's own parameters: each member the tuned estimator with its choice
             self.best_rounds_ = search.rounds.get(best_key) if search.by_round else None
             fitted = [(c.name, c.fitted) for c in chosen]
-            ensemble = SetEnsembleClassifier(
-                [(n, clone(e)) for n, e in fitted], combine=self.combine
-            )
+            ensemble = SetEnsembleClassifier([(n, clone(e)) for n, e in fitted])
             ensemble.set_fitted(fitted, classes)
             self.best_estimator_ = ensemble
             self.best_params_ = {
                 "estimators": [(c.name, refit_estimator(base, c.key, c.rounds)) for c in chosen],
-                "combine": self.combine,
             }
-            self.best_score_ = (
-                search.ensemble_score([(c.key, c.rounds) for c in chosen], self.combine)
-                if score is None else score
-            )  # fmt: skip
-        if len(considered) > 1:
+            self.best_score_ = search.ensemble_score([(c.key, c.rounds) for c in chosen])
+        if len(chosen) > 1:
             self.members_ = [
                 {"name": c.name, "params": refit_params(c.key, c.rounds), "rounds": c.rounds,
                  "score": c.score, "position": c.position,
-                 "kept": c.name in {k.name for k in chosen}}
-                for c in considered
+                 "kept": True}
+                for c in chosen
             ]  # fmt: skip
         self.beats_prior_ = bool(self.best_score_ > self.prior_score_)
         self.classes_ = classes
@@ -511,7 +453,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             raise TypeError(NOT_TUNED.get(type(base).__name__, NOT_TUNED[None]).format(
                 name=type(base).__name__
             ))  # fmt: skip
-        grid = (self.n_prototypes, self.pooling, self.embedding, self.embedding_grid)
+        grid = (self.n_prototypes, self.pooling, self.embedding, "auto")
         candidates, own = candidate_groups(base, *grid, self.embedding_options)
         by_round = self.select_rounds and base.fold_fits == "rounds"
         if by_round and self.scoring != "log_likelihood":
@@ -525,7 +467,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
 
     def _results_table(self, search: CandidateSearch, num_folds: int) -> tuple[Group, float]:
         """Sets ``cv_results_`` and ``best_index_`` (:func:`results_table`); returns that key."""
-        best = choose(search.scores, self.rule, search.per_round)
+        best = choose(search.scores)
         self.cv_results_, self.best_index_ = results_table(search, best, num_folds)
         return best
 
@@ -540,13 +482,11 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             members = [m for m in self.__dict__.get("members_") or () if m["kept"]]
             if len(members) > 1:  # the default ensemble: the attribute is its members'
                 names = ", ".join(m["name"] for m in members)
-                hint = "; combine='log_proba' gives the ensemble's own (the members' weighted"
-                hint = f"{hint} mean)" if name == "intercept_" else ""
                 raise AttributeError(
                     f"{type(self).__name__} (rule={self.rule!r}) refitted an ensemble of {names}, "
                     f"which has no single {name!r}: read it from a member, "
                     f"best_estimator_.named_estimators_[{members[0]['name']!r}].{name}, or "
-                    f"select one model with rule='best'{hint}"
+                    f"select one model with rule='best'"
                 ) from None
             raise AttributeError(
                 f"{type(self).__name__}'s refitted {type(best).__name__} has no attribute {name!r}"
@@ -573,7 +513,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         """Each vector's ``[M_n, C]`` part of its set's class scores, by the refitted estimator.
 
         See :meth:`dpp.DPPClassifier.instance_scores`; ``intercept_`` is the refitted one's.
-        An ensemble (``rule="ensemble"``) gives them under ``combine="log_proba"`` only
+        An ensemble (``rule="ensemble"``) gives its members' weighted mean
         (:meth:`~dpp.estimators.ensemble.SetEnsembleClassifier.instance_scores`).
         """
         return self._best().instance_scores(X)

@@ -224,36 +224,28 @@ class DPPClassifier(PrototypeClassifier):
             verbose=bool(self.verbose),
         )
 
-    def fit(
-        self,
-        X,
-        y=None,
-        sample_weight=None,
-        validation_sets=None,
-        layout=None,
-        any_pooling=False,
-    ):
-        """Fits the model on training sets (see :meth:`PrototypeClassifier.fit`).
+    def fit_fold(self, sets: RaggedSets, validation_sets=None, layout=None, any_pooling=False):
+        """Fits on labelled ``sets`` as a selection fits a candidate on one of its folds.
+
+        :meth:`PrototypeClassifier.fit` (``fit(X, y, sample_weight)``) with what a
+        :class:`DPPClassifierCV` gives every fit of its search, none of which changes the fit
+        but ``validation_sets``:
 
         Args:
-            X: training sets, as :meth:`PrototypeClassifier.fit`.
-            y: labels, as :meth:`PrototypeClassifier.fit`.
-            sample_weight: per-set weights, as :meth:`PrototypeClassifier.fit`.
-            validation_sets: early stopping on given held-out sets, e.g. a cross-validation's
-                held-out fold: a labelled :class:`~dpp.sets.RaggedSets` in the raw feature
-                units, its ``[M, C]`` label rows in the columns of ``classes_`` (what a
-                ``subset`` of the labelled training sets gives). Their weighted log-likelihood
-                per set is recorded after every round (``fit_report_.early_stopping``), the
-                fit stops once ``patience`` rounds have not raised it, and the best round's
-                parameters are kept. Not with ``validation_fraction > 0`` or ``round_cap``.
+            sets: labelled training sets (:class:`~dpp.sets.RaggedSets`).
+            validation_sets: early stopping on given held-out sets, e.g. the fold's held-out
+                part: a labelled :class:`~dpp.sets.RaggedSets` in the raw feature units, its
+                ``[M, C]`` label rows in the columns of ``classes_`` (what a ``subset`` of the
+                labelled training sets gives). Their weighted log-likelihood per set is
+                recorded after every round (``fit_report_.early_stopping``), the fit stops once
+                ``patience`` rounds have not raised it, and the best round's parameters are
+                kept. Not with ``validation_fraction > 0`` or ``round_cap``.
             layout: a :class:`~dpp.sets.Layout` the padded sets are at least as large as
                 (:meth:`~dpp.sets.Layout.covering` of every set that several fits hold), so
-                that those fits run one compiled program: :class:`DPPClassifierCV` gives its
-                folds and refit one, and an experiment its trials. It changes shapes only, not
-                the fit.
+                that the folds and the refit run one compiled program: shapes only.
             any_pooling: compile the fit as one program for every pooling, the kind as data
-                (:class:`dpp.pooling.PoolingChoice`): what :class:`DPPClassifierCV` passes
-                when it selects among poolings. The same fit as without it, to the bit.
+                (:class:`dpp.pooling.PoolingChoice`), when the search selects among poolings:
+                the same fit as without it, to the bit.
 
         Returns:
             ``self``.
@@ -269,9 +261,9 @@ class DPPClassifier(PrototypeClassifier):
                 f"{type(validation_sets).__name__}"
             )
         return self._fit(
-            X,
-            y,
-            sample_weight,
+            sets,
+            None,
+            None,
             validation_sets=validation_sets,
             layout=layout,
             any_pooling=any_pooling,

@@ -146,12 +146,6 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
     method = "embedded_dpp"
     fold_fits = "adam"
     uses_centres: ClassVar[bool] = False  # its k-means runs in the embedding space
-    #: Parameters added after model files of this class were first written, with the value
-    #: that reproduces those files' fits (:func:`dpp.load` reads a file without them so).
-    ADDED_PARAMS: ClassVar[dict] = {
-        "normalize": False, "theta_options": None, "weight_average": 0.0,
-        "widen_validation": False,
-    }  # fmt: skip
 
     def __init__(
         self,
@@ -213,6 +207,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         "beta_scale": check.Real(low=0, low_open=True),
         "normalize": check.Bool(),
         "weight_average": check.Real(low=0, high=1, high_open=True),
+        "widen_validation": check.Bool(),
     }  # fmt: skip
 
     def check_params(self) -> None:

@@ -2,13 +2,13 @@
 
 The per-pooling winners of DPP's selection (mean, max and gem, each chosen by its own
 :class:`~dpp.DPPClassifierCV`), or one selection over several k-means seeds, fitted on the same
-sets; the ensemble predicts the weighted mean of their class probabilities (``combine="proba"``)
-or of their log-probabilities, renormalised (``combine="log_proba"``: a product of experts,
-Hinton 2002). Every pooling wins on some tasks and none on all, and one choice among them by
-cross-validation on 80-200 sets is noisy; combining keeps each member's signal without betting
-on the choice (Breiman 1996's bagging argument, over models rather than resamples). A mean of
-log-probabilities is a mean of the members' class scores up to one constant per set, so it keeps
-their exact per-vector decomposition (:meth:`SetEnsembleClassifier.instance_scores`).
+sets; the ensemble predicts the weighted mean of their log-probabilities, renormalised (a
+product of experts, Hinton 2002). Every pooling wins on some tasks and none on all, and one
+choice among them by cross-validation on 80-200 sets is noisy; combining keeps each member's
+signal without betting on the choice (Breiman 1996's bagging argument, over models rather than
+resamples). A mean of log-probabilities is a mean of the members' class scores up to one
+constant per set, so it keeps their exact per-vector decomposition
+(:meth:`SetEnsembleClassifier.instance_scores`).
 
 A fitted ensemble saves to one model file (:meth:`SetEnsembleClassifier.save`) that
 :func:`dpp.load` reads back: the header names every member's own header and the members'
@@ -33,29 +33,26 @@ from dpp.model.report import CLEAN_STATUSES, STATUSES
 
 #: The class name a model file of an ensemble records (``estimator`` of its header).
 ENSEMBLE = "SetEnsembleClassifier"
-#: How an ensemble combines its members' predictions: the weighted mean of their class
-#: probabilities, or of their log-probabilities renormalised (a product of experts).
-COMBINES = ("proba", "log_proba")
-#: What a model file without ``combine`` (written before it existed) combined.
-LEGACY_COMBINE = "proba"
+#: How an ensemble combines its members' predictions, as its model files record it
+#: (``params.combine``): the weighted mean of their log-probabilities, renormalised. A file
+#: that records ``"proba"`` (the mean of probabilities, dpp 0.2's other choice; a 0.1 file,
+#: without the field, combined so) is read by dpp 0.2.
+COMBINE = "log_proba"
 
 
-def combined_log_proba(logs, weights, combine: str) -> np.ndarray:
+def combined_log_proba(logs, weights) -> np.ndarray:
     """``[N, C]`` log class probabilities of members' predictions combined.
+
+    The weighted mean of the log-probabilities less its log-sum-exp over the classes.
 
     Args:
         logs: ``[m, N, C]`` the members' log class probabilities.
         weights: ``[m]`` their weights, > 0, summing to 1.
-        combine: ``"proba"`` (the log of the weighted mean of the probabilities) or
-            ``"log_proba"`` (the weighted mean of the log-probabilities less its log-sum-exp
-            over the classes).
     """
     logs = np.asarray(logs, np.float64)
     w = np.asarray(weights, np.float64)[:, None, None]
-    if combine == "log_proba":
-        mean = np.sum(w * logs, axis=0)
-        return mean - logsumexp(mean, axis=1, keepdims=True)
-    return logsumexp(logs + np.log(w), axis=0)
+    mean = np.sum(w * logs, axis=0)
+    return mean - logsumexp(mean, axis=1, keepdims=True)
 
 
 def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
@@ -81,12 +78,11 @@ def seed_members(estimator, seeds=(0, 1, 2)) -> list[tuple[str, BaseEstimator]]:
 class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
     r"""Set classifiers fitted on the same sets, their predictions combined.
 
-    With ``combine="proba"``, ``predict_proba`` is the weighted mean of the members' ``[N, C]``
-    probabilities; with ``combine="log_proba"``, the softmax of the weighted mean of their
-    log-probabilities, :math:`p(c) \propto \prod_m p_m(c)^{w_m}` (a product of experts,
-    Hinton 2002). ``predict`` is the most probable class either way. Under ``log_proba`` the
-    ensemble's class scores are the weighted mean of its members' up to one constant per set,
-    so :meth:`instance_scores` and ``intercept_`` decompose them exactly as each member's do.
+    ``predict_proba`` is the softmax of the weighted mean of the members' log-probabilities,
+    :math:`p(c) \propto \prod_m p_m(c)^{w_m}` (a product of experts, Hinton 2002), and
+    ``predict`` the most probable class. The ensemble's class scores are the weighted mean of
+    its members' up to one constant per set, so :meth:`instance_scores` and ``intercept_``
+    decompose them exactly as each member's do.
 
     Args:
         estimators: ``(name, estimator)`` pairs, the members (each cloned and fitted).
@@ -96,10 +92,6 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
             works) is refused at ``fit``.
         weights: ``[len(estimators)]`` non-negative weights of the members (not all 0), their
             share of the mean; ``None``: equal.
-        combine: ``"log_proba"`` (the default: the mean of log-probabilities, renormalised;
-            the members need ``instance_scores`` and ``intercept_`` for the ensemble's) or
-            ``"proba"`` (the mean of probabilities; what a model file without it holds). It
-            acts at prediction only: the fitted members are the same under both.
 
     Fitted attributes: ``estimators_`` (the fitted members, in order), ``named_estimators_``
     (by name), ``classes_`` (shared by every member), ``n_features_in_``, ``member_statuses_``
@@ -109,21 +101,17 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
     every member's status).
     """
 
-    def __init__(self, estimators=None, weights=None, combine: str = "log_proba"):
+    def __init__(self, estimators=None, weights=None):
         self.estimators = estimators
         self.weights = weights
-        self.combine = combine
 
     def checked_members(self) -> list[tuple[str, BaseEstimator]]:
         """The ``(name, estimator)`` pairs, checked.
 
         Raises:
             ValueError: no members, names not distinct text, a member without
-                ``predict_proba``, weights of another length, negative or all 0, or an unknown
-                ``combine``.
+                ``predict_proba``, weights of another length, negative or all 0.
         """
-        if self.combine not in COMBINES:
-            raise ValueError(f"combine must be one of {COMBINES}, got {self.combine!r}")
         if self.estimators is None:
             raise ValueError(
                 "SetEnsembleClassifier needs its members: estimators=[(name, estimator), ...], "
@@ -203,19 +191,17 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
     def _used(self) -> list[tuple[float, BaseEstimator]]:
         """``(weight, member)`` of every member whose weight is not 0 (weights summing to 1)."""
         check_is_fitted(self, "estimators_")
-        self.checked_members()  # combine and weights as set now (they act at prediction)
+        self.checked_members()  # the weights as set now (they act at prediction)
         return [(w, e) for w, e in zip(self._weights(), self.estimators_, strict=True) if w > 0]
 
     def predict_log_proba(self, X) -> np.ndarray:
         """``[N, C]`` log class probabilities of the combination (float64).
 
-        ``combine="proba"``: the log of the members' weighted mean probabilities;
-        ``"log_proba"``: their weighted mean log-probabilities less its log-sum-exp over the
-        classes.
+        The members' weighted mean log-probabilities less its log-sum-exp over the classes.
         """
         used = self._used()
         logs = [np.asarray(e.predict_log_proba(X), np.float64) for _, e in used]
-        return combined_log_proba(logs, [w for w, _ in used], self.combine)
+        return combined_log_proba(logs, [w for w, _ in used])
 
     def transform(self, X) -> np.ndarray:
         """``[N, K_1 + ... + K_m]`` the members' set representations ``z``, side by side."""
@@ -223,7 +209,7 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
         return np.concatenate([np.asarray(e.transform(X), np.float64) for e in self.estimators_], 1)
 
     def instance_scores(self, X) -> list[np.ndarray]:
-        """Each vector's ``[M_n, C]`` part of its set's class scores (``combine="log_proba"``).
+        """Each vector's ``[M_n, C]`` part of its set's class scores.
 
         The weighted mean of the members' :meth:`~dpp.DPPClassifier.instance_scores`: the
         ensemble's log-probabilities are the weighted mean of the members' less one constant
@@ -240,13 +226,9 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
             columns in ``classes_``.
 
         Raises:
-            NotImplementedError: under ``combine="proba"``: a mean of probabilities has no
-                per-vector decomposition (the message names the members and the way out).
             sklearn.exceptions.NotFittedError: before ``fit``.
         """
         used = self._used()
-        if self.combine != "log_proba":
-            raise NotImplementedError(self._no_decomposition("instance_scores"))
         parts = [(w, e.instance_scores(X)) for w, e in used]
         return [
             sum(w * np.asarray(scores[n], np.float64) for w, scores in parts)
@@ -255,17 +237,15 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
 
     @property
     def intercept_(self) -> np.ndarray:
-        """``[C]`` float64: the weighted mean of the members' ``intercept_`` (``log_proba``).
+        """``[C]`` float64: the weighted mean of the members' ``intercept_``.
 
         The part of the class scores no vector carries (see :meth:`instance_scores`).
 
         Raises:
-            AttributeError: before ``fit``, or under ``combine="proba"`` (naming the way out).
+            AttributeError: before ``fit``.
         """
         if "estimators_" not in self.__dict__:
             raise AttributeError(f"{type(self).__name__} is not fitted: no intercept_")
-        if self.combine != "log_proba":
-            raise AttributeError(self._no_decomposition("intercept_"))
         return sum(w * np.asarray(e.intercept_, np.float64) for w, e in self._used())
 
     def soft_assignments(self, X) -> list[np.ndarray]:
@@ -273,8 +253,7 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
 
         The members' :meth:`~dpp.DPPClassifier.soft_assignments` (eq. 3) concatenated along
         the prototypes in the order of ``estimators_``, as :meth:`transform` concatenates
-        their ``z``; a member's block is its ``prototypes_``' count wide. Under both
-        ``combine`` rules.
+        their ``z``; a member's block is its ``prototypes_``' count wide.
 
         Raises:
             AttributeError: a member without ``soft_assignments`` (naming it).
@@ -292,16 +271,6 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
             np.concatenate([np.asarray(p[n], np.float64) for p in parts], axis=1)
             for n in range(len(parts[0]))
         ]
-
-    def _no_decomposition(self, what: str) -> str:
-        names = list(getattr(self, "named_estimators_", {}))
-        return (
-            f"{type(self).__name__}(combine='proba') averages the class probabilities of its "
-            f"members {names}: the mean has no per-vector {what}. Use combine='log_proba' (a "
-            "mean of the members' scores, which decomposes exactly), ask a member "
-            f"(named_estimators_[{names[0] if names else 'name'!r}].{what}), or "
-            "instance_proba(X), each vector classified alone"
-        )
 
     def save(self, path) -> Path:
         """Writes the fitted ensemble to one model file; :func:`dpp.load` reads it back.
@@ -328,7 +297,7 @@ class SetEnsembleClassifier(SetClassifierMixin, ClassifierMixin, BaseEstimator):
         header = {
             "estimator": ENSEMBLE,
             "method": "ensemble",
-            "params": {"names": names, "weights": weights, "combine": self.combine},
+            "params": {"names": names, "weights": weights, "combine": COMBINE},
             "members": headers,
             "classes": model_file.jsonable(self.classes_.tolist()),
             "classes_dtype": self.classes_.dtype.kind,
@@ -371,6 +340,13 @@ def from_file(path: Path, header: dict, arrays: dict, build) -> SetEnsembleClass
     names = params.get("names")
     if not isinstance(names, list) or len(names) != len(members):
         raise model_file.bad(path, "params.names", f"must name the {len(members)} members")
+    combine = params.get("combine", "proba")  # a 0.1 file, without the field, combined so
+    if combine != COMBINE:
+        raise model_file.bad(
+            path, "params.combine", f"is {combine!r}: an ensemble of the members' mean "
+            "probabilities, which dpp 0.2 reads (pip install 'dpp<0.3'); this dpp combines "
+            "log-probabilities only",
+        )  # fmt: skip
     prefixes = [f"member{i}." for i in range(len(members))]
     stray = [k for k in arrays if not any(k.startswith(p) for p in prefixes)]
     if stray:
@@ -384,7 +360,6 @@ def from_file(path: Path, header: dict, arrays: dict, build) -> SetEnsembleClass
     ensemble = SetEnsembleClassifier(
         estimators=[(n, clone(e)) for n, e in fitted],
         weights=params.get("weights"),
-        combine=params.get("combine", LEGACY_COMBINE),
     )
     try:
         ensemble.checked_members()

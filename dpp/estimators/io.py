@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 
@@ -64,6 +65,11 @@ POOLED_ESTIMATORS = {
 NEURAL_ESTIMATORS = {
     method: cls for method, cls in ESTIMATORS.items() if issubclass(cls, NeuralSetClassifier)
 }
+#: :class:`~dpp.EmbeddedDPPClassifier`'s parameters added after its model files were first
+#: written, with the value that reproduces those files' fits (a file without one reads so).
+EMBEDDED_ADDED = MappingProxyType({
+    "normalize": False, "theta_options": None, "weight_average": 0.0, "widen_validation": False,
+})  # fmt: skip
 #: Arrays every model file may hold besides an estimator's own (its ``file_arrays()``).
 SHARED_ARRAYS = frozenset({"preprocess_shift", "preprocess_matrix", "param_init"})
 
@@ -80,12 +86,26 @@ def upgraded_header(path: Path, header: dict) -> dict:
 
     ``ClassPriorClassifier`` took the prototype estimators' shared parameters until it was
     given only its own (``n_prototypes``, ``l2``); none of them changed its predictions, so its
-    earlier files drop them.
+    earlier files drop them. A file of :class:`~dpp.EmbeddedDPPClassifier` written before one
+    of its later parameters existed takes the value that reproduces its fit
+    (:data:`EMBEDDED_ADDED`: no normalisation before eq. 3, no moving average); the networks'
+    ``widen_validation`` (removed in 0.3.0) is dropped where it was off and refused where it
+    was on, naming dpp 0.2, which reads such a file.
 
     Raises:
         ModelFileError: such a header whose parameters ``DPPClassifier`` 0.1 did not take.
     """
     params = header.get("params")
+    if header.get("estimator") == EmbeddedDPPClassifier.__name__ and isinstance(params, dict):
+        return {**header, "params": {**EMBEDDED_ADDED, **params}}
+    if header.get("method") in NEURAL_ESTIMATORS and isinstance(params, dict):
+        if params.get("widen_validation"):
+            raise bad(
+                path, "params.widen_validation", "is true: a network trained with a widened "
+                "hold-out, which dpp 0.2 reads (pip install 'dpp<0.3'); 0.3 removed it",
+            )  # fmt: skip
+        kept = {k: v for k, v in params.items() if k != "widen_validation"}
+        return {**header, "params": kept}
     if header.get("estimator") == ClassPriorClassifier.__name__ and isinstance(params, dict):
         # only the shared parameters go: any other name is refused by name, as before
         kept = {k: v for k, v in params.items() if k not in SHARED_PARAMETERS}
@@ -137,9 +157,6 @@ def _check_header(path: Path, header: dict):
         raise bad(path, f"params.{unknown[0]}", f"is not a parameter of {cls.__name__}")
     # JSON has no tuples: a list was a tuple parameter (Cs, embedding widths) when saved
     params = {k: tuple(v) if isinstance(v, list) else v for k, v in params.items()}
-    # a parameter added after the file was written takes the value that reproduces its fit,
-    # not today's default (EmbeddedDPPClassifier's normalize: files before it are unnormalised)
-    params = {**getattr(cls, "ADDED_PARAMS", {}), **params}
     try:
         estimator = cls(**params)
         estimator.check_params()

@@ -100,7 +100,7 @@ class NeuralSetClassifier(
         settings = self._train_settings(weight_decay)
         return Member(
             self._make, sets, settings, float(self.validation_fraction), seed, self.method,
-            bool(self.verbose), widen=bool(self.widen_validation),
+            bool(self.verbose),
         )  # fmt: skip
 
     def finish_training(self, network: eqx.Module, report: FitReport, **chosen):
@@ -261,10 +261,6 @@ class AttentionMILClassifier(NeuralSetClassifier):
         patience: early stopping: epochs without a better held-out log-likelihood (20).
         validation_fraction: held-out share of the training sets for early stopping (0.2,
             stratified); skipped below 10 sets, 0 turns it off.
-        widen_validation: where that share would hold out fewer than 10 sets, hold out 10
-            (given 20 or more) instead of training ``max_epochs`` epochs unmonitored. Off by
-            default: the networks' own procedure, and it did not pay for them on small data
-            (``docs/model.md``, "Early stopping on small data").
         standardize: standardise the features on the training vectors first.
         preprocess: a prefit :class:`~dpp.units.Affine` used instead of ``standardize``.
         random_state: seed of the split, the start, the order of the sets and dropout
@@ -288,7 +284,6 @@ class AttentionMILClassifier(NeuralSetClassifier):
         max_epochs: int = _TRAIN.max_epochs,
         patience: int = _TRAIN.patience,
         validation_fraction: float = 0.2,
-        widen_validation: bool = False,
         standardize: bool = True,
         preprocess: Affine | None = None,
         random_state: int | None = 0,
@@ -304,7 +299,6 @@ class AttentionMILClassifier(NeuralSetClassifier):
         self.max_epochs = max_epochs
         self.patience = patience
         self.validation_fraction = validation_fraction
-        self.widen_validation = widen_validation
         self.standardize = standardize
         self.preprocess = preprocess
         self.random_state = random_state
@@ -357,8 +351,7 @@ class DeepSetsClassifier(NeuralSetClassifier):
             :data:`dpp.pooling.REGISTRY` with a dense (padded-set) form.
 
     The other parameters (``embedding``, ``dropout``, ``learning_rate``, ``weight_decay``,
-    ``batch_size``, ``max_epochs``, ``patience``, ``validation_fraction``,
-    ``widen_validation``, ``standardize``,
+    ``batch_size``, ``max_epochs``, ``patience``, ``validation_fraction``, ``standardize``,
     ``preprocess``, ``random_state``, ``verbose``) are as :class:`AttentionMILClassifier`'s
     (256-128-64 and dropout 0.5 are MI-Net's).
     """
@@ -376,7 +369,6 @@ class DeepSetsClassifier(NeuralSetClassifier):
         max_epochs: int = _TRAIN.max_epochs,
         patience: int = _TRAIN.patience,
         validation_fraction: float = 0.2,
-        widen_validation: bool = False,
         standardize: bool = True,
         preprocess: Affine | None = None,
         random_state: int | None = 0,
@@ -391,7 +383,6 @@ class DeepSetsClassifier(NeuralSetClassifier):
         self.max_epochs = max_epochs
         self.patience = patience
         self.validation_fraction = validation_fraction
-        self.widen_validation = widen_validation
         self.standardize = standardize
         self.preprocess = preprocess
         self.random_state = random_state

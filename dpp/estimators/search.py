@@ -239,11 +239,13 @@ class CandidateSearch:
         status is recorded by the search (a row of ``cv_results_``) and said for the chosen
         candidate (:func:`dpp.errors.statuses_recorded`).
         """
-        params = dict(self.fit_params) if est.fold_fits == "rounds" else {}
-        if held is not None:
-            params["validation_sets"] = held
         with statuses_recorded():
-            est.fit(sets, **params)
+            if est.fold_fits == "rounds":  # DPPClassifier.fit_fold: the search's shapes
+                est.fit_fold(sets, held, **self.fit_params)
+            elif held is None:
+                est.fit(sets)
+            else:
+                raise ValueError(f"{type(est).__name__} fits take no validation_sets")
 
     def more(self, fits: int) -> None:
         """Adds ``fits`` to the progress bar's total (a verbose fit's) past what was planned.
@@ -357,16 +359,16 @@ class CandidateSearch:
     def _status(self, k: int, l2: float, fold: int, status) -> None:
         self.statuses.setdefault((k, l2), [None] * len(self.parts))[fold] = status
 
-    def ensemble_score(self, chosen: list[tuple], combine: str) -> float:
+    def ensemble_score(self, chosen: list[tuple]) -> float:
         """The mean validation score of the ensemble of ``chosen`` over the folds.
 
         Each member ``(key, rounds)`` is refitted on each fold's part as the ensemble's member
         is on every training set (:meth:`member_log_probas`); their held-out
-        log-probabilities are combined by ``combine``
+        log-probabilities are combined
         (:func:`~dpp.estimators.ensemble.combined_log_proba`, equal weights) and scored: the
         score of what ``best_estimator_`` is, not of its members.
         """
-        return self.combined_score(self.member_log_probas(chosen), combine)
+        return self.combined_score(self.member_log_probas(chosen))
 
     def member_log_probas(self, chosen: list[tuple]) -> list[list[np.ndarray]]:
         """``[folds][members]`` held-out ``[N_f, C]`` log-probabilities of members refitted.
@@ -396,20 +398,16 @@ class CandidateSearch:
             out.append(logs)
         return out
 
-    def combined_score(self, logs: list[list[np.ndarray]], combine: str, kept=None) -> float:
+    def combined_score(self, logs: list[list[np.ndarray]]) -> float:
         """The mean over folds of the score of members' held-out ``logs`` combined.
 
         Args:
             logs: ``[folds][members]`` log-probabilities (:meth:`member_log_probas`).
-            combine: ``log_proba`` or ``proba``
-                (:func:`~dpp.estimators.ensemble.combined_log_proba`, equal weights).
-            kept: the members' indices combined (``None``: every member).
         """
         scores = []
-        for fold_logs, (_, held) in zip(logs, self.parts, strict=True):
-            members = fold_logs if kept is None else [fold_logs[i] for i in kept]
+        for members, (_, held) in zip(logs, self.parts, strict=True):
             weights = np.full(len(members), 1 / len(members))
-            log_p = combined_log_proba(members, weights, combine)
+            log_p = combined_log_proba(members, weights)
             scores.append(weighted_score(log_p, held.labels, held.weights, self.scoring))
         return float(np.mean(scores))
 

@@ -21,7 +21,6 @@ from dpp.estimators import DPPClassifier
 from dpp.experiment.settings import VALIDATION_METRICS
 from dpp.experiment.splits import SPLIT_KINDS
 from dpp.pooling import POOLINGS
-from dpp.selection import ENSEMBLE_RULES, RULES
 from dpp.solvers.options import OPTIMIZERS, OPTION_RULES, optimizer_options
 
 L2_SELECTION_KINDS = ("fixed", "cv", "dpp_cv")
@@ -77,8 +76,6 @@ def by_rule(cfg: DictConfig, key: str, rule: params.Rule):
 
 #: The estimators' table, whose rules the run-wide keys they feed share.
 _RULES = DPPClassifier.PARAMETER_RULES
-#: The selection rules a trial can record (one model per method: no ensemble).
-EXPERIMENT_RULES = tuple(r for r in RULES if r not in ENSEMBLE_RULES)
 
 
 def _as_config_error(check, *args):
@@ -264,17 +261,6 @@ def _selection(cfg: DictConfig) -> None:
     int_at_least(cfg, "l2_selection.folds", 2)
     int_at_least(cfg, "l2_selection.max_extensions", 0)
     boolean(cfg, "l2_selection.select_rounds")
-    if _get(cfg, "l2_selection.rule") is not None:
-        rule = _get(cfg, "l2_selection.rule")
-        if rule in ENSEMBLE_RULES:  # one model per method is recorded
-            raise ConfigError(
-                f"l2_selection.rule={rule} is not an experiment's rule: a trial records one "
-                "model per method (its K, l2, prototypes and figures); use best, one_se or "
-                "corrected (with one pooling, ensemble and best are the same). "
-                "DPPClassifierCV()'s ensemble is measured by the benchmark "
-                "(python benchmarks/suite.py, beside the package)"
-            )
-        choice(cfg, "l2_selection.rule", EXPERIMENT_RULES)
     if _get(cfg, "l2_selection.n_prototypes_grid") is not None:
         ks = _get(cfg, "l2_selection.n_prototypes_grid")
         if not isinstance(ks, ListConfig | list) or not ks:

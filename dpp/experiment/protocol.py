@@ -124,7 +124,7 @@ def _fit_by_cv(
         cv=sel["folds"],
         max_extensions=sel["max_extensions"],
         select_rounds=sel["select_rounds"],
-        rule=sel.get("rule", "best"),
+        rule="best",  # a trial records one model per method
         n_jobs=settings.n_jobs,
     ).fit(train, groups=groups)
     info = _selection_info(search, "dpp_cv", groups, time.perf_counter() - t0)
