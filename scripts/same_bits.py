@@ -10,8 +10,9 @@ and gradients of mean, max and gem pooling) and ``DPPClassifierCV`` under each r
 members (an embedded one on its own settings over three seeds) (log-probabilities, the chosen
 score, rounds and row, every candidate's mean score); compares every array, and loads the base's
 model files here (the embedded DPP, Deep Sets, the ensemble). Prints one line per check and
-exits 1 if any differs. The log-probabilities, not the probabilities: since ``predict_proba`` divides each row by its sum
-(2026-11-29) the probabilities of the same log-probabilities moved by up to 1e-7.
+exits 1 if any differs. The log-probabilities, not the probabilities: since ``predict_proba``
+divides each row by its sum (2026-11-29) the probabilities of the same log-probabilities moved
+by up to 1e-7.
 """
 
 from __future__ import annotations
