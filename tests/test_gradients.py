@@ -1,12 +1,12 @@
 """Autodiff gradients of L against the paper's closed forms and central finite differences."""
 
+import closed_form_gradients as gradients
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import random_sets
 
-from dpp import gradients
 from dpp.encoding import encode_soft
 from dpp.likelihood import BetaPrior, Params, objective
 
