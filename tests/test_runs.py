@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from test_experiment import FAST, _compose
 
-from dpp.errors import ConfigError, DataError, NonFiniteResultError
+from dpp.errors import ConfigError, DataError, NonFiniteResultError, RunInterrupted
 from dpp.estimators import StandardPrototypeClassifier
 from dpp.experiment.reporting import Recorder, run_state
 from dpp.experiment.runner import run
@@ -145,10 +145,14 @@ def test_a_run_never_overwrites_another(tmp_path):
 
 
 def _start(out: Path, *overrides: str) -> subprocess.Popen:
+    """The CLI run in the background; its output goes to ``<out>.log`` (for a failure's message)."""
     args = [sys.executable, "experiments/run.py", *FAST, "figures=[]", f"hydra.run.dir={out}"]
-    return subprocess.Popen(
-        [*args, *overrides], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    with open(out.with_suffix(".log"), "w") as log:
+        return subprocess.Popen([*args, *overrides], cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _log_tail(out: Path, lines: int = 30) -> str:
+    return "\n".join(out.with_suffix(".log").read_text().splitlines()[-lines:])
 
 
 def _wait_for_records(out: Path, proc: subprocess.Popen, count: int, timeout=240.0) -> None:
@@ -174,7 +178,7 @@ def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     proc = _start(out, "trials=50")
     _wait_for_records(out, proc, count=4)  # trial 0's four methods finished
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=120) == 143
+    assert proc.wait(timeout=120) == 143, _log_tail(out)
     interrupted = _results(out)
     assert interrupted["status"] == "interrupted" and "SIGTERM" in interrupted["error"]
     assert interrupted["pid"] == proc.pid
@@ -191,6 +195,37 @@ def test_sigterm_records_interrupted_and_resume_finishes_the_run(tmp_path):
     assert set(results["resumed_trials"]) <= finished
     kept = [r for r in interrupted["trials"] if r["trial"] in results["resumed_trials"]]
     assert kept == [r for r in results["trials"] if r["trial"] in results["resumed_trials"]]
+
+
+@pytest.mark.extended  # two synthetic trials in-process: about 30 s
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_raised_inside_a_finalizer_still_ends_the_run(tmp_path, monkeypatch):
+    """CI once saw a SIGTERM'd run finish all 50 trials with exit code 0. Python runs a signal
+    handler wherever the main thread is, a ``__del__`` included, and there its exception is only
+    printed; the run must still stop (at the next record) and record ``interrupted``."""
+    import dpp.experiment.runner as runner
+
+    class SignalsWhileCollected:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(100_000):  # bytecodes, between which the handler runs, here
+                pass
+
+    fit_trial = runner.run_trial
+
+    def trial_then_a_signal(*args, **kwargs):
+        done = fit_trial(*args, **kwargs)
+        SignalsWhileCollected()  # collected at once: the handler's exception is swallowed
+        return done
+
+    monkeypatch.setattr(runner, "run_trial", trial_then_a_signal)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(RunInterrupted, match="SIGTERM"):
+        run(_compose(FAST + ["trials=2", "figures=[]"]), output_dir=tmp_path)
+    assert signal.getsignal(signal.SIGTERM) is before  # the run's handler is gone
+    results = _results(tmp_path)
+    assert results["status"] == "interrupted" and "SIGTERM" in results["error"]
+    assert {r["trial"] for r in results["trials"]} == {0}  # stopped after the signal's trial
 
 
 @pytest.mark.extended  # three synthetic trials, then one more: about 15 s
