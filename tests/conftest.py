@@ -40,6 +40,7 @@ FIT_WARNING_MESSAGES = {
     "grid_edge": r".*lies at the (strongest|weakest) edge",
     "chosen_at_cap": r".*ended max_rounds",
     "early_stopping_skipped": r".*early stopping skipped",
+    "chosen_saturated": r".*ended saturated",
 }
 
 

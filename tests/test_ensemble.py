@@ -217,7 +217,9 @@ def test_the_raw_vector_ensemble_is_the_per_pooling_selections_to_the_bit(tmp_pa
     assert [c.shape[1] for c in cv.soft_assignments(X[:2])] == [9, 9]
 
 
-@expects("grid_edge")  # two values, no extension
+# two values, no extension; on an AMD EPYC without AVX-512 one fold fit of the chosen l2 ends
+# saturated (float32 rounding differs from processor to processor)
+@expects("grid_edge", "chosen_saturated")
 def test_the_ensemble_rule_with_one_member_is_the_best_rule():
     X, y = _two_class(30)
     base = dpp.DPPClassifier(n_prototypes=2, max_rounds=2)
