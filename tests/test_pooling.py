@@ -695,3 +695,27 @@ def test_the_members_table_splits_the_units_where_the_selection_kept_a_member():
     assert "| t | 1 / 90.0 / 80.0 | 0 |" in only_kept
     no_members = [{k: v for k, v in r.items() if k != "members"} for r in records]
     assert "| t |" not in members_table(no_members, "sel", "gem_embedded", "all")
+
+
+def test_the_rounds_table_counts_the_raw_members_at_round_0_per_task():
+    """Issue 80's count: per task and over every task, the members with ``rounds`` (the raw
+    vectors' ones; an embedded member's ``None`` is not counted) that chose round 0; a repeated
+    record of a unit counts once, another method's not at all."""
+    from lab import rounds_table
+
+    def record(task, fold, mean, gem, method="dpp"):
+        members = {"mean": {"rounds": mean}, "gem": {"rounds": gem}, "emb": {"rounds": None}}
+        return {"task": task, "draw": 0, "fold": fold, "method": method, "members": members}
+
+    records = [
+        record("a", 0, 0, 2),
+        record("a", 1, 0, 0),
+        record("a", 1, 3, 3),  # the unit again: its first record is kept
+        record("b", 0, 1, 0),
+        record("b", 1, 0, 0, method="other"),
+    ]
+    table = rounds_table(records, "dpp")
+    assert "| a | 3/4 | mean 2/2, gem 1/2 |" in table
+    assert "| b | 1/2 | mean 0/1, gem 1/1 |" in table
+    assert "| every task | 4/6 | |" in table
+    assert rounds_table(records, "absent") == ""

@@ -386,6 +386,50 @@ def members_table(records: list[dict], method: str, member: str, other: str) -> 
     return "\n".join(lines) + "\n"
 
 
+def rounds_table(records: list[dict], method: str) -> str:
+    """Markdown: per task, how many of ``method``'s raw-vector members chose round 0.
+
+    Round 0 is the k-means start with its first Theta-step: no prototype and no ``beta``
+    learned (issue 80). Counted over the members whose records give ``rounds`` (the
+    embedded members, fitted by epochs, give none), one row per task, then every task.
+    """
+    frame = pd.DataFrame(records)
+    if "draw" not in frame:
+        frame["draw"] = 0
+    frame = frame.drop_duplicates(["task", "draw", "fold", "method"])
+    mine = frame[frame.method == method]
+    if "members" not in mine or mine.empty:
+        return ""
+    rows, at_zero, fits = [], 0, 0
+    for task in dict.fromkeys(mine.task):
+        counts: dict[str, list[int]] = {}
+        for members in mine[mine.task == task].members:
+            for name, m in (members or {}).items():
+                if m.get("rounds") is not None:
+                    zero_and_all = counts.setdefault(name, [0, 0])
+                    zero_and_all[0] += m["rounds"] == 0
+                    zero_and_all[1] += 1
+        if not counts:
+            continue
+        zero, every = (sum(c[i] for c in counts.values()) for i in (0, 1))
+        at_zero, fits = at_zero + zero, fits + every
+        each = ", ".join(f"{name} {z}/{n}" for name, (z, n) in counts.items())
+        rows.append(f"| {task} | {zero}/{every} | {each} |")
+    if not rows:
+        return ""
+    return (
+        "\n".join(
+            [
+                f"| task | {method}'s raw members at round 0 | by member |",
+                "|---|---|---|",
+                *rows,
+                f"| every task | {at_zero}/{fits} | |",
+            ]
+        )
+        + "\n"
+    )
+
+
 def suite_figure(records: list[dict], path: Path) -> Path:
     """Accuracy per task and method, mean ± 2 standard errors over the outer folds (PNG)."""
     import matplotlib
