@@ -23,6 +23,7 @@ prints, per task, M against the best of the peers on the units all of them finis
 
 import argparse
 import json
+import signal
 import sys
 import textwrap
 import time
@@ -101,14 +102,27 @@ def main(argv=None) -> int:
     folds = args.folds or (3 if quick else 5)
     draws = args.draws or (1 if quick else 3)
     t0 = time.perf_counter()
+
+    def interrupted(signum, frame):  # SIGTERM as Ctrl-C: suite.json records "interrupted"
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = signal.signal(signal.SIGTERM, interrupted)
     try:
         run_suite(
             args.out, tasks, folds, args.seed, methods, args.resume, draws=draws,
             n_jobs=args.n_jobs, train_sets=args.train_sets,
+            log=lambda line: print(line, flush=True),  # progress, also into a redirected file
         )  # fmt: skip
     except ConfigError as err:  # a refused folder or a bad name: one line, nothing written
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as err:
+        name = str(err) or "SIGINT"
+        print(f"interrupted by {name}: the finished fits are kept; --resume continues",
+              file=sys.stderr)  # fmt: skip
+        return 143 if name == "SIGTERM" else 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print((args.out / "suite.md").read_text())
     print(f"{time.perf_counter() - t0:.0f} s; files in {args.out}")
     return 0

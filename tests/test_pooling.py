@@ -719,3 +719,32 @@ def test_the_rounds_table_counts_the_raw_members_at_round_0_per_task():
     assert "| b | 1/2 | mean 0/1, gem 1/1 |" in table
     assert "| every task | 4/6 | |" in table
     assert rounds_table(records, "absent") == ""
+
+
+@pytest.mark.extended  # a suite run in a subprocess, stopped by a signal: about 20 s
+def test_the_suite_command_records_a_sigterm_as_interrupted_and_prints_its_progress(tmp_path):
+    """``python benchmarks/suite.py`` ends on SIGTERM with exit code 143 and ``suite.json``
+    saying ``interrupted`` (a resume continues it), and its progress reaches a redirected
+    stdout as each fit ends, not at exit."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out, log = tmp_path / "run", tmp_path / "log.txt"
+    args = [sys.executable, "benchmarks/suite.py", "--tasks", "witness_d10_r10",
+            "proportion_d10_c3", "--methods", "pooling", "dpp_mean", "--folds", "10",
+            "--draws", "1", "--out", str(out)]  # fmt: skip
+    with open(log, "w") as stdout:
+        proc = subprocess.Popen(args, cwd=root, stdout=stdout, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 240
+    while not log.read_text().strip() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)  # the first fit's line
+    assert proc.poll() is None, log.read_text()
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 143, log.read_text()
+    results = json.loads((out / "suite.json").read_text())
+    assert results["status"] == "interrupted" and "SIGTERM" in log.read_text()

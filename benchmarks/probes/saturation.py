@@ -56,7 +56,8 @@ def main() -> None:
                 metrics = evaluate(est.predict_log_proba(sets.subset(test)), labels[test])
                 acc.append(metrics["accuracy"])
                 ll.append(metrics["test_log_likelihood"])
-                one_hot.append(est.fit_report_.prototypes.saturated_fraction or 0.0)
+                learned = est.fit_report_.prototypes  # None for the standard prototype's hard codes
+                one_hot.append((learned.saturated_fraction or 0.0) if learned else np.nan)
                 statuses.append(est.fit_report_.status)
             print(
                 f"{task} {name:<28} accuracy {100 * np.mean(acc):.1f}%  log-lik {np.mean(ll):.3f}"
