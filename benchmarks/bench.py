@@ -88,7 +88,8 @@ compiled pass, at the MPEG-7 size and the big-bag size (100 bags of 1,000-2,000 
 own arguments, ``--probe NAME --help``): ``candidates`` (which candidates ``DPPClassifierCV()``
 considers, on the suite), ``defaults`` (which default keeps a plain ``DPPClassifier()`` out of
 saturation), ``saturation`` (stopping rules and a prior on beta on the witness tasks),
-``batched_dpp`` (coordinate ascent under ``vmap``, and the batched kernel, ``--kernel``) and
+``batched_dpp`` (coordinate ascent under ``vmap``, and the batched kernel, ``--kernel``),
+``beside`` (whether the embedded member's thread in a selection pays) and
 ``witness_outside`` (issue 53's evidence targets on witness problems outside the suite).
 """
 
@@ -943,7 +944,7 @@ def scale(args) -> None:
 
 
 #: The one-off probes of ``--probe`` (``benchmarks/probes/<name>.py``, each with its ``main``).
-PROBES = ("batched_dpp", "candidates", "defaults", "saturation", "witness_outside")
+PROBES = ("batched_dpp", "beside", "candidates", "defaults", "saturation", "witness_outside")
 
 
 def probe(name: str, argv: list[str]) -> None:

@@ -445,9 +445,9 @@ def test_the_search_contract_best_params_rebuild_best_estimator(rule, embedded):
         log_p = fold.predict_log_proba([X[i] for i in held_idx])
         scores.append(weighted_score(log_p, labels, np.ones(len(held_idx)), "log_likelihood"))
     # float32 fits; the search's run on one padded layout for every fold (the same fit up to
-    # the order of float32 sums), an embedded member's folds batched (its fits alone to 1e-3:
-    # tests/test_neural.py, test_a_batched_selection_equals_its_fits_one_by_one)
-    tolerance = 1e-3 if embedded else 2e-4
-    assert cv.best_score_ == pytest.approx(np.mean(scores), abs=tolerance)
+    # the order of float32 sums, which four rounds of L-BFGS carry on: 3.9e-4 apart on an AMD
+    # EPYC without AVX-512, under 2e-4 with it), an embedded member's folds batched (its fits
+    # alone to 1e-3: tests/test_neural.py, test_a_batched_selection_equals_its_fits_one_by_one)
+    assert cv.best_score_ == pytest.approx(np.mean(scores), abs=1e-3)
     assert all(cv.best_score_ != pytest.approx(m["score"], abs=1e-3) for m in cv.members_)
     assert cv.beats_prior_ == (cv.best_score_ > cv.prior_score_)
