@@ -23,7 +23,6 @@ prints, per task, M against the best of the peers on the units all of them finis
 
 import argparse
 import json
-import signal
 import sys
 import textwrap
 import time
@@ -41,7 +40,7 @@ from lab import (
     run_suite,
 )
 
-from dpp.errors import ConfigError
+from dpp.errors import ConfigError, RunInterrupted
 
 
 def main(argv=None) -> int:
@@ -103,11 +102,7 @@ def main(argv=None) -> int:
     draws = args.draws or (1 if quick else 3)
     t0 = time.perf_counter()
 
-    def interrupted(signum, frame):  # SIGTERM as Ctrl-C: suite.json records "interrupted"
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    previous = signal.signal(signal.SIGTERM, interrupted)
-    try:
+    try:  # inside the run, SIGTERM and SIGINT raise RunInterrupted (the Recorder's handlers)
         run_suite(
             args.out, tasks, folds, args.seed, methods, args.resume, draws=draws,
             n_jobs=args.n_jobs, train_sets=args.train_sets,
@@ -116,13 +111,11 @@ def main(argv=None) -> int:
     except ConfigError as err:  # a refused folder or a bad name: one line, nothing written
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt as err:
-        name = str(err) or "SIGINT"
+    except (RunInterrupted, KeyboardInterrupt) as err:  # suite.json says "interrupted"
+        name = getattr(err, "signal_name", "SIGINT")
         print(f"interrupted by {name}: the finished fits are kept; --resume continues",
               file=sys.stderr)  # fmt: skip
         return 143 if name == "SIGTERM" else 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     print((args.out / "suite.md").read_text())
     print(f"{time.perf_counter() - t0:.0f} s; files in {args.out}")
     return 0

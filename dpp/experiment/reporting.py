@@ -16,6 +16,7 @@ import csv
 import json
 import math
 import os
+import signal
 import socket
 import threading
 import time
@@ -225,6 +226,13 @@ class Recorder:
     ``complete``; an exception leaving the block writes ``failed`` or ``interrupted`` with the
     error (and is raised on).
 
+    Signals: inside the block (in the main thread) SIGTERM and SIGINT raise
+    :class:`~dpp.errors.RunInterrupted` at once, and :meth:`check` (called by :meth:`keep` and
+    :meth:`finish`) raises it again. Python runs a signal handler wherever the main thread is,
+    a ``__del__`` or a weakref callback included, and an exception raised there is only
+    printed: without the check, a run once finished all its trials after SIGTERM, exit code 0.
+    The previous handlers are restored on leaving the block.
+
     Args:
         out: the run folder (``heartbeat.json``).
         write: ``(records, status, **extra) -> dict``: writes the run's files from the records
@@ -243,13 +251,29 @@ class Recorder:
         #: called with the final results, complete or not (a tracker's ``finish``)
         self.on_end = None
         self._heartbeat = Heartbeat(self.out)
+        #: the name of the signal received inside the block (``SIGTERM``, ``SIGINT``), if any
+        self.received: str | None = None
+        self._previous_handlers: dict = {}
 
     def keep(self, record: dict) -> None:
-        """Appends ``record`` and rewrites the run's files (status ``running``)."""
+        """Appends ``record``, rewrites the run's files (status ``running``), then :meth:`check`."""
         self.records.append(record)
         self.write(self.records, "running")
         if self.on_record is not None:
             self.on_record(record)
+        self.check()
+
+    def check(self) -> None:
+        """Raises :class:`~dpp.errors.RunInterrupted` if a signal came, swallowed or not.
+
+        The run's loops call it between fits (:meth:`keep` and :meth:`finish` do).
+        """
+        if self.received is not None:
+            raise RunInterrupted(self.received)
+
+    def _interrupt(self, signum, frame):
+        self.received = signal.Signals(signum).name
+        raise RunInterrupted(self.received)
 
     def finish(self, then=None, **extra) -> dict:
         """Writes the run ``complete`` (with ``wall_seconds``) and returns what was written.
@@ -259,6 +283,7 @@ class Recorder:
                 the final results, which a tracker then logs).
             **extra: further top-level fields.
         """
+        self.check()
         results = self.write(self.records, "complete", wall_seconds=self.seconds(), **extra)
         if then is not None:
             then(results)
@@ -277,9 +302,16 @@ class Recorder:
         except BaseException:  # no __exit__ follows a failed __enter__: stop the beat here
             self._heartbeat.__exit__()
             raise
+        if threading.current_thread() is threading.main_thread():  # signals reach it alone
+            self._previous_handlers = {
+                sig: signal.signal(sig, self._interrupt) for sig in (signal.SIGTERM, signal.SIGINT)
+            }
         return self
 
     def __exit__(self, exc_type, err, tb) -> bool:
+        for sig, old in self._previous_handlers.items():
+            signal.signal(sig, old)
+        self._previous_handlers = {}
         try:
             if err is not None:
                 results = self.write(

@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
-import signal
-import threading
 import time
 import warnings
 from pathlib import Path
@@ -29,7 +27,7 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 
 import dpp.experiment.config_store  # noqa: F401  (registers the model/optimizer defaults with Hydra)
 from dpp.datasets.base import Dataset, default_cache_dir, default_data_dir
-from dpp.errors import ConfigError, DataError, FitWarning, RunInterrupted
+from dpp.errors import ConfigError, DataError, FitWarning
 from dpp.experiment import discovery, plots, run_folder, tracking
 from dpp.experiment.config_check import check_config
 from dpp.experiment.protocol import Trial, run_trial
@@ -258,51 +256,6 @@ def _fit_warnings_logged():
         yield
 
 
-class _Interrupts:
-    """The SIGTERM or SIGINT a run received, raised at once and again at each check.
-
-    Python runs a signal handler wherever the main thread is, a ``__del__`` or a weakref
-    callback included, and an exception raised there is only printed (CI once saw a run
-    finish all its trials after SIGTERM, exit code 0). The handler raises at once, which ends
-    the run mid-fit almost always, and :meth:`check`, called after every record and every
-    trial, raises again if that exception was swallowed.
-    """
-
-    def __init__(self):
-        self.received: str | None = None
-
-    def handler(self, signum, frame):
-        self.received = signal.Signals(signum).name
-        raise RunInterrupted(self.received)
-
-    def check(self) -> None:
-        """Raises :class:`RunInterrupted` if a signal came, swallowed or not."""
-        if self.received is not None:
-            raise RunInterrupted(self.received)
-
-
-@contextlib.contextmanager
-def _signals_interrupt():
-    """SIGTERM and SIGINT raise :class:`RunInterrupted` in the main thread (:class:`_Interrupts`).
-
-    The run then records ``interrupted``. Python runs the handler between bytecodes, so the
-    exception never lands inside an XLA compilation. Yields the :class:`_Interrupts`, whose
-    ``check`` the run calls between fits.
-    """
-    interrupts = _Interrupts()
-    if threading.current_thread() is not threading.main_thread():
-        yield interrupts
-        return
-    previous = {
-        sig: signal.signal(sig, interrupts.handler) for sig in (signal.SIGTERM, signal.SIGINT)
-    }
-    try:
-        yield interrupts
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
 def _trial_figures(
     cfg: DictConfig, methods, quiet: bool = False
 ) -> tuple[list[str], dict[str, str]]:
@@ -468,12 +421,12 @@ def run(cfg: DictConfig, output_dir: str | Path | None = None) -> dict:
         return write_results(out, header, records, status, warnings=run_warnings(records), **extra)
 
     recorder = Recorder(out, write, records)  # heartbeat, a write per fit, the final status
-    with _signals_interrupt() as interrupts, _fit_warnings_logged(), recorder:
+    with _fit_warnings_logged(), recorder:  # recorder: SIGTERM and SIGINT end the run
         tracker = tracking.start(cfg, out)  # its failure is a failed run, with its record
         if tracker is not None:
             recorder.on_record, recorder.on_end = tracker.log_record, tracker.finish
-        _run_trials(cfg, out, header, recorder, interrupts.check)
-        interrupts.check()
+        _run_trials(cfg, out, header, recorder)
+        recorder.check()
         results = _complete(cfg, out, header, recorder)
     for warning in results["warnings"]:
         logger.warning("%s", warning)
@@ -504,20 +457,12 @@ def _header(cfg: DictConfig, methods, records: list[dict], out: Path, resumed: b
     return header
 
 
-def _run_trials(
-    cfg: DictConfig, out: Path, header: dict, recorder: Recorder, check=lambda: None
-) -> None:
+def _run_trials(cfg: DictConfig, out: Path, header: dict, recorder: Recorder) -> None:
     """Loads the dataset and runs every trial not yet finished, keeping each record at once.
 
-    Each record goes to ``recorder`` (``results.json`` is rewritten after every fit); trial 0
-    then writes its models and figures. ``check`` (raises when the run was interrupted) is
-    called after every record and every trial.
+    Each record goes to ``recorder`` (``results.json`` is rewritten after every fit, and a
+    signal received ends the run there); trial 0 then writes its models and figures.
     """
-
-    def keep(record: dict) -> None:
-        recorder.keep(record)
-        check()
-
     settings = trial_settings(cfg)
     methods = method_configs(cfg)
     trial_figures, _ = _trial_figures(cfg, methods, quiet=True)
@@ -539,10 +484,10 @@ def _run_trials(
     )
     with bar, logging_redirect_tqdm():
         for trial in range(cfg.trials):
-            check()
+            recorder.check()
             if trial in done_trials:
                 continue
-            _, done = run_trial(settings, dataset, trial, on_record=keep)
+            _, done = run_trial(settings, dataset, trial, on_record=recorder.keep)
             bar.update()
             if trial == 0:
                 save_models(out / "models", done, dataset.class_names)
