@@ -224,37 +224,6 @@ def choose_on_path(
     return PathChoice(values, np.asarray(scores), best, position, added)
 
 
-#: How :class:`DPPClassifierCV` picks among its scored candidates: each member's best
-#: candidate, the members combined (``ensemble``), or the one best candidate (``best``).
-RULES = ("ensemble", "best")
-
-
-def choose(scores: dict):
-    """The chosen ``(group, l2)`` key of ``scores`` (``key -> [folds]`` validation scores).
-
-    The highest mean score; ties go to the stronger ``l2``, then the simpler model (the
-    group's ``simplicity()``: a :class:`dpp.estimators.candidates.Group`, larger for fewer
-    prototypes, no embedding, the paper's mean pooling before max before gem). A pure function
-    of the scores.
-    """
-    mean = {key: float(np.mean(v)) for key, v in scores.items()}
-    return max(mean, key=lambda c: (mean[c], c[1], c[0].simplicity()))
-
-
-def member_scores(scores: dict, member) -> dict:
-    """The scores of the candidates of one ensemble member (``None``: every candidate).
-
-    Args:
-        scores: ``(group, l2) -> [folds]`` validation scores; a group's ``member()`` is its
-            ``(pooling, embedding)``.
-        member: a ``(pooling, embedding)`` pair, or ``None``.
-
-    Returns:
-        The entries of ``scores`` whose group belongs to ``member`` (all of them for ``None``).
-    """
-    return {k: v for k, v in scores.items() if member is None or k[0].member() == member}
-
-
 def position_among(values: list[float], chosen: float) -> str:
     """Where ``chosen`` lies among ``values`` (``l2``: larger is stronger).
 

@@ -381,8 +381,7 @@ def test_paired_differences_pair_units_and_test_them_by_family():
 
 
 def test_choose_takes_the_best_mean_then_the_stronger_l2_then_the_simpler_model():
-    from dpp.estimators.candidates import Group
-    from dpp.selection import choose
+    from dpp.estimators.search import Group, choose
 
     mean, maximum, gem = (Group(8, p) for p in ("mean", "max", "gem"))
     scores = {

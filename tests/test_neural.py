@@ -190,7 +190,7 @@ def test_a_selection_fits_an_embedding_candidate_as_the_embedded_dpp():
     """Issue 45: ``DPPClassifierCV`` over a ``DPPClassifier`` fits its embedding candidates as
     :class:`dpp.EmbeddedDPPClassifier` with the base's shared parameters (not its patience,
     which counts rounds), and tunes an ``EmbeddedDPPClassifier`` itself."""
-    from dpp.estimators.candidates import Group, candidate
+    from dpp.estimators.search import Group, candidate
 
     base = dpp.DPPClassifier(n_prototypes=3, l2=0.5, patience=2, random_state=4)
     est = candidate(base, Group(5, "max", (8,)), l2=0.25)
@@ -510,7 +510,7 @@ def test_an_own_embedded_member_over_seeds_is_one_member_per_seed_named_by_it():
     """:func:`seeded_embeddings`: each ``own`` group on an embedding gains ``seeds - 1`` copies
     seeded ``seed + 1``, ... (each its own member, scored at the same ``l2``); groups on the
     grid's path and the paper's model are left as they are; one seed changes nothing."""
-    from dpp.estimators import candidates as c
+    from dpp.estimators import search as c
 
     base = dpp.DPPClassifier(n_prototypes=4, random_state=7)
     groups, own = c.candidate_groups(base, None, ["mean"], [None, (8,)], "own")
@@ -569,7 +569,7 @@ def test_embedding_options_set_the_embedded_members_and_their_refits_name_them()
     (their ``K``, pooling and ``l2`` too with ``embedding_grid="own"``, the grid's otherwise),
     every seed's copy keeps them, ``refit_params`` names them (so ``best_params_`` rebuilds the
     refit); the paper's model is untouched; bad names, values and owners are refused."""
-    from dpp.estimators import candidates as c
+    from dpp.estimators import search as c
 
     base = dpp.DPPClassifier(n_prototypes=4, random_state=7)
     options = {"weight_average": 0.5, "n_prototypes": 6, "l2": 0.3, "dropout": 0.1}
@@ -607,7 +607,7 @@ def test_embedding_options_set_the_embedded_members_and_their_refits_name_them()
 def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_own_settings():
     """:func:`candidate_groups`: every embedding x pooling x ``K`` on the ``l2`` path
     (``grid``), or one group per embedding at the embedded estimator's own settings (``own``)."""
-    from dpp.estimators.candidates import Group, candidate_groups
+    from dpp.estimators.search import Group, candidate_groups
 
     base = dpp.DPPClassifier(n_prototypes=4)
     grid, own = candidate_groups(base, [2, 3], ["mean", "max"], [None, (8,)])
@@ -639,7 +639,7 @@ def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_ow
     # (under 20: not even 10 held out with the widening): its refit would train unmonitored;
     # explicit ones stay. Without the widening (widen_validation=False) that is under 46 sets
     # (ceil(0.2 * 45) = 9 < 10 held out)
-    from dpp.estimators.candidates import monitored_embeddings
+    from dpp.estimators.search import monitored_embeddings
 
     auto = candidate_groups(base, None, ["mean"], "auto", "auto")
     small, enough = 19, 20  # training sets (from 20 kept, whatever the inner folds' parts)
@@ -650,7 +650,7 @@ def test_the_candidate_groups_cross_an_embedding_with_the_grid_or_give_it_its_ow
     off = candidate_groups(base, None, ["mean"], "auto", "auto", {"widen_validation": False})
     assert monitored_embeddings(base, "auto", *off, 45) == ([Group(4, "mean")], {})
     assert monitored_embeddings(base, "auto", *off, 46) == off != auto
-    from dpp.estimators.candidates import check_grids
+    from dpp.estimators.search import check_grids
 
     with pytest.raises(ValueError, match=r"embedding must be .*'auto' or None, got 'own'"):
         check_grids((0.1,), None, None, "own")  # a string other than "auto" is no list

@@ -134,7 +134,7 @@ def test_an_embedded_member_trained_beside_the_other_candidates_changes_no_bit(m
     status, row, choice and prediction is ``n_jobs=1``'s, in its order, and a failure in that
     thread is raised by ``fit``."""
     from dpp.estimators import search as search_module
-    from dpp.estimators.beside import cores
+    from dpp.estimators.search import cores
 
     rng = np.random.default_rng(0)
     X = [rng.normal(size=(4, 3)) + (i % 2) for i in range(40)]

@@ -225,7 +225,7 @@ def test_dpp_cv_extends_its_grid_and_compares_with_the_class_prior():
 @pytest.mark.extended  # over 7 s cold: the default tier keeps to its 5 minutes
 def test_dpp_cv_chooses_the_pooling_with_l2_and_the_rounds():
     """Issue 33: mean and max pooling are candidates of the same inner CV by default."""
-    from dpp.estimators.candidates import Group
+    from dpp.estimators.search import Group
 
     rng = np.random.default_rng(9)
     X, y = [], []
@@ -588,7 +588,7 @@ def test_the_benchmarks_default_is_dppclassifiercvs_and_its_members_alone_are_it
     from lab.report import summary_table
 
     from dpp.estimators import RAW_VECTORS
-    from dpp.estimators.candidates import candidate, candidate_groups
+    from dpp.estimators.search import candidate, candidate_groups
 
     def groups(cv):
         return candidate_groups(

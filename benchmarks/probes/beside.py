@@ -20,7 +20,7 @@ import numpy as np
 
 from dpp import DPPClassifier, DPPClassifierCV
 from dpp.errors import FitWarning
-from dpp.estimators.beside import cores
+from dpp.estimators.search import cores
 
 
 def main() -> None:

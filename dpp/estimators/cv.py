@@ -22,34 +22,37 @@ from dpp.estimators.base import (
     missing_attribute,
     resolve_seed,
 )
-from dpp.estimators.beside import stopped
-from dpp.estimators.candidates import (
+from dpp.estimators.dpp import DPPClassifier
+from dpp.estimators.ensemble import SetEnsembleClassifier
+from dpp.estimators.inputs import labelled_sets
+from dpp.estimators.search import (
     NOT_TUNED,
+    RULES,
+    CandidateSearch,
     Group,
     MemberChoice,
     candidate_groups,
     check_grids,
+    choose,
     member_name,
+    member_scores,
     monitored_embeddings,
+    prior_score,
+    refit,
     refit_estimator,
     refit_params,
+    results_table,
     seeded_embeddings,
+    stopped,
     warn_unclean_choice,
 )
-from dpp.estimators.dpp import DPPClassifier
-from dpp.estimators.ensemble import SetEnsembleClassifier
-from dpp.estimators.inputs import labelled_sets
-from dpp.estimators.search import CandidateSearch, prior_score, refit, results_table
 from dpp.model.report import CLEAN_STATUSES
 from dpp.pooling import POOLINGS
 from dpp.selection import (
     EDGES,
-    RULES,
-    choose,
     choose_on_path,
     cv_splits,
     edge_message,
-    member_scores,
     position_among,
 )
 from dpp.solvers.progress import bar, say
@@ -93,20 +96,20 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             own 20 % of each fold). ``"auto"`` (the default): over a :class:`DPPClassifier`,
             ``(None, (256, 128, 64))``, four members, one per pooling and one on the embedding
             (left out under 20 training sets:
-            :func:`~dpp.estimators.candidates.monitored_embeddings`); over an
+            :func:`~dpp.estimators.search.monitored_embeddings`); over an
             ``EmbeddedDPPClassifier``, its own widths (as ``None`` alone); others have none.
             An embedding added to a ``DPPClassifier`` is one candidate with the embedded
             estimator's own ``K``, pooling and ``l2`` (``EmbeddedDPPClassifier()``'s), one fit
             per fold, what it fits alone; a tuned ``EmbeddedDPPClassifier`` is crossed with the
             grid's ``K`` values, poolings and ``l2`` path, as the paper's model is
-            (:func:`~dpp.estimators.candidates.resolved_embeddings`).
+            (:func:`~dpp.estimators.search.resolved_embeddings`).
         embedding_seeds: each ``own`` member on an embedding over this many seeds, each a
-            member (:func:`~dpp.estimators.candidates.seeded_embeddings`); 1: its own alone.
+            member (:func:`~dpp.estimators.search.seeded_embeddings`); 1: its own alone.
             3 by default: seeds of one network disagree, and their average is the steadier
             member (decided on the broad benchmark, docs/defaults.md).
         embedding_options: other :class:`~dpp.EmbeddedDPPClassifier` parameters of the members
             on an embedding over a ``DPPClassifier`` (e.g. ``{"weight_average": 0.5}``; ``None``:
-            its defaults; :func:`~dpp.estimators.candidates.embedded_settings`).
+            its defaults; :func:`~dpp.estimators.search.embedded_settings`).
         cv: as in scikit-learn's ``GridSearchCV``: a number of folds (stratified on the most
             probable class when every class has that many sets), a scikit-learn splitter
             (``split`` gets the most probable class as ``y``, and ``groups``), or an iterable of
