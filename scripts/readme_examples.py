@@ -6,12 +6,14 @@
     python scripts/readme_examples.py --readme docs/own-sets.md   # one page
     python scripts/readme_examples.py --isa none # this processor's rounding alone (a quarter
                                                  # of the time)
+    python scripts/readme_examples.py --jobs 1   # checking, one run at a time (default 2)
 
 An example is a ```python block; its expected output is the plain ``` block that follows when
 the paragraph between them starts with "prints". Each example runs in a fresh interpreter in a
 temporary directory (files it saves land there), and again with XLA compiling for other
-instruction sets (``--isa``; AVX2, AVX and SSE 4.2 by default), so a page's outputs neither
-drift from the code nor depend on the processor (tests/test_readme.py runs the check). An
+instruction sets (``--isa``; AVX2, AVX and SSE 4.2 by default, less the one this processor's
+code already is), so a page's outputs neither drift from the code nor depend on the processor
+(tests/test_readme.py runs the check). An
 example also fails the check when
 
 * another processor's rounding changes what it prints (a tie, e.g. a round that early
@@ -35,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +55,32 @@ _TIME = re.compile(
 )  # an older page's "in about 30 s on 2 cores" is read too, and rewritten by --update
 #: The instruction sets every example also runs for: XLA's code for a processor without
 #: AVX-512 (most desktops, older servers), for one without AVX2, and for one with SSE 4.2 alone.
+#: The one this processor's own code already is (AVX2 on one without AVX-512) is not run twice
+#: (:func:`host_isa`).
 ISAS = ("AVX2", "AVX", "SSE4_2")
+#: The ``/proc/cpuinfo`` flag whose absence caps XLA's code at each instruction set.
+_NEXT_FLAG = {"AVX2": "avx512f", "AVX": "avx2", "SSE4_2": "avx"}
+
+
+def host_isa() -> str | None:
+    """The cap of :data:`ISAS` that this processor's own code already is, or ``None``.
+
+    ``AVX2`` on a processor with AVX2 and no AVX-512 (XLA compiles for the host, so capping it
+    at AVX2 changes nothing), ``None`` with AVX-512 or where ``/proc/cpuinfo`` is not read.
+    """
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    line = next((x for x in text.splitlines() if x.startswith("flags")), None)
+    if line is None:
+        return None
+    flags = set(line.split(":", 1)[1].split())
+    for isa in ISAS:  # the widest cap whose next-wider set the host lacks
+        below = {"AVX2": "avx2", "AVX": "avx", "SSE4_2": "sse4_2"}[isa]
+        if below in flags and _NEXT_FLAG[isa] not in flags:
+            return isa
+    return None
 
 
 def unexpected_warnings(stderr: str, code: str) -> list[str]:
@@ -120,7 +148,7 @@ def _diff(expected: str, got: str, a: str, b: str) -> str:
     return "\n".join(lines)
 
 
-def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS) -> int:
+def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS, jobs: int = 2) -> int:
     """Runs one page's examples; returns how many fail (an output, a warning, no stated time,
     an output that another processor's rounding changes).
 
@@ -129,7 +157,8 @@ def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS) -> int:
     rounds it); every run must print the same, so no printed figure sits on a tie (a round
     chosen by a validation score that a last bit decides). With ``update``, the outputs and
     the range of times measured are written into the page (a warning or a tie still fails:
-    they are fixed in the code, not in the page).
+    they are fixed in the code, not in the page). Checking, ``jobs`` runs go at once;
+    updating, one at a time (the times written are a first contact's alone on the machine).
     """
     text = path.read_text()
     failed, not_fixable, replacements = 0, 0, []
@@ -138,8 +167,16 @@ def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS) -> int:
         name = "the README"
     else:
         name = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
-    for example in examples(text):
-        stdout, stderr, seconds = run_example(example["code"])
+    page_examples = examples(text)
+    # every run of the page at once, two at a time when only checking (times are then not
+    # written: a run beside another is slower than a first contact's)
+    runs = [(i, None) for i in range(len(page_examples))]
+    runs += [(i, isa) for i, e in enumerate(page_examples) if "output" in e for isa in isas]
+    with ThreadPoolExecutor(1 if update else jobs) as pool:
+        code = [e["code"] for e in page_examples]
+        done = {(i, isa): pool.submit(run_example, code[i], isa) for i, isa in runs}
+    for i, example in enumerate(page_examples):
+        stdout, stderr, seconds = done[(i, None)].result()
         where = f"{path.name}:{example['line']}"
         warned = unexpected_warnings(stderr, example["code"])
         if warned:
@@ -152,7 +189,7 @@ def check_page(path: Path, update: bool, isas: tuple[str, ...] = ISAS) -> int:
             continue
         times = [seconds]
         for isa in isas:
-            other, _, other_seconds = run_example(example["code"], isa)
+            other, _, other_seconds = done[(i, isa)].result()
             times.append(other_seconds)
             if other != stdout:
                 failed += 1
@@ -197,9 +234,16 @@ def main() -> int:
         help=f"an instruction set to run each example for too (default: {' '.join(ISAS)}); "
         "--isa none runs none",
     )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once when checking (2)")
     args = parser.parse_args()
-    isas = ISAS if args.isa is None else tuple(i for i in args.isa if i.lower() != "none")
-    drifted = sum(check_page(page, args.update, isas) for page in args.readme or PAGES)
+    if args.isa is None:
+        isas = tuple(i for i in ISAS if i != host_isa())
+        if len(isas) < len(ISAS):
+            print(f"this processor's code is {host_isa()}'s: it runs once, not twice")
+    else:
+        isas = tuple(i for i in args.isa if i.lower() != "none")
+    pages = args.readme or PAGES
+    drifted = sum(check_page(page, args.update, isas, args.jobs) for page in pages)
     return 1 if drifted else 0
 
 
