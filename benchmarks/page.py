@@ -142,6 +142,20 @@ SECTIONS = (
         "decision": None,
     },
     {
+        "title": "Issue 80: a harder start beta on small data, a screen",
+        "folders": ("beta_start_small_60",),
+        "purpose": "Every task, 1 draw x 5 folds, each fold's training sets cut to 60 (a "
+        "stratified draw; 2-core CPU, beside a test run): the paper's model with mean pooling "
+        "as the selection fits it (`dpp_mean`), against the same from a start `beta` 4 and 16 "
+        "times the heuristic's (`dpp_mean_beta4`, `dpp_mean_beta16`: `beta_scale`). "
+        "`benchmarks/round0.py` found the k-means centres' hard codes (the standard prototype) "
+        "ahead of round 0's soft codes at the start `beta` on 6 of 7 tasks. A screen on one "
+        "draw, not a decision.",
+        "pairs": [("dpp_mean_beta4", "dpp_mean"), ("dpp_mean_beta16", "dpp_mean")],
+        "decision": None,
+        "rounds": "dpp_mean",
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "

@@ -391,20 +391,25 @@ def rounds_table(records: list[dict], method: str) -> str:
 
     Round 0 is the k-means start with its first Theta-step: no prototype and no ``beta``
     learned (issue 80). Counted over the members whose records give ``rounds`` (the
-    embedded members, fitted by epochs, give none), one row per task, then every task.
+    embedded members, fitted by epochs, give none), one row per task, then every task; a
+    method of one member (one pooling, no ensemble) is counted by its record's ``rounds``.
     """
     frame = pd.DataFrame(records)
     if "draw" not in frame:
         frame["draw"] = 0
     frame = frame.drop_duplicates(["task", "draw", "fold", "method"])
     mine = frame[frame.method == method]
-    if "members" not in mine or mine.empty:
+    if mine.empty or ("members" not in mine and "rounds" not in mine):
         return ""
     rows, at_zero, fits = [], 0, 0
     for task in dict.fromkeys(mine.task):
         counts: dict[str, list[int]] = {}
-        for members in mine[mine.task == task].members:
-            for name, m in (members or {}).items():
+        for record in mine[mine.task == task].to_dict("records"):
+            members = record.get("members")
+            if not isinstance(members, dict):  # one member: the record's own rounds
+                rounds = record.get("rounds")
+                members = {} if rounds is None or pd.isna(rounds) else {method: {"rounds": rounds}}
+            for name, m in members.items():
                 if m.get("rounds") is not None:
                     zero_and_all = counts.setdefault(name, [0, 0])
                     zero_and_all[0] += m["rounds"] == 0
