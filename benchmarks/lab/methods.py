@@ -10,8 +10,6 @@ Only what is alive is registered; the records of the methods removed stay readab
   inner folds at the task's ``K``;
 * ``dpp_mean`` (the paper's pooling, eq. 2), ``dpp_max``, ``dpp_gem``: its raw-vector members
   alone (one pooling each); ``dpp_embedded_widened``: its embedded member alone, one seed;
-* ``dpp_mean_beta4``, ``dpp_mean_beta16``: ``dpp_mean`` from a start ``beta`` 4 and 16 times
-  :func:`dpp.init.init_log_beta`'s (``beta_scale``), issue 80's screen of a harder start;
 * ``dpp_plain``: the paper's model alone, :class:`~dpp.DPPClassifier` with its defaults and no
   selection;
 * ``standard``: the same selection over the standard prototype (k-means codes);
@@ -148,9 +146,6 @@ METHODS: dict[str, Callable] = {
     "dpp_mean": _dpp_cv(["mean"]),
     "dpp_max": _dpp_cv(["max"]),
     "dpp_gem": _dpp_cv(["gem"]),
-    # issue 80's screen: a start beta 4x and 16x the heuristic's (harder codes at round 0)
-    "dpp_mean_beta4": _dpp_cv(["mean"], base_options={"beta_scale": 4.0}),
-    "dpp_mean_beta16": _dpp_cv(["mean"], base_options={"beta_scale": 16.0}),
     "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_plain": lambda k, seed: ESTIMATORS["dpp"](n_prototypes=k, random_state=seed),
     "standard": lambda k, seed: DPPClassifierCV(
