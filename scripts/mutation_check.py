@@ -7,8 +7,7 @@ and runs the tests that should catch it, with the scratch copy first on ``PYTHON
 mutation is *caught* when those tests fail, *missed* when they pass. The tests that failed
 (pytest's ``FAILED``/``ERROR`` lines; ``-x`` stops at the first) are then run on the unmutated
 copy, all in one process, and must pass (else the check says so: a test failing without the
-mutation would make it look caught). Running only those, not every selected test twice, keeps
-the check to a third of the time. Prints one line per mutation and a summary, writes
+mutation would make it look caught). Prints one line per mutation and a summary, writes
 ``mutation_check.json`` beside the scratch copy's report (``--out``), and exits 1 if any
 mutation was missed, 2 if a failing test also fails unmutated.
 
