@@ -301,6 +301,7 @@ def test_early_stopping_and_its_refit_run_one_coordinate_ascent_program():
     assert counter.programs("coordinate_ascent") <= 1, counter.names
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_live_compiled_programs_hold_memory_mappings_that_a_release_returns(monkeypatch):
     """Each live XLA CPU program holds memory mappings, capped per process by the kernel
     (``vm.max_map_count``): past a share of that cap ``release_compiled_programs`` drops the

@@ -149,6 +149,7 @@ def test_cli_and_python_defaults_of_the_pooled_baselines_are_the_same(baseline):
     assert got == expected
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_run_writes_results_table_and_figures(tmp_path):
     cfg = _compose(FAST)
     results = run(cfg, output_dir=tmp_path)

@@ -83,6 +83,7 @@ def test_cli_with_shared_lambda_equals_the_estimators(tmp_path, split):
     _same(tmp_path / "models" / "standard.npz", search.best_estimator_, test)
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_cli_with_dpp_cv_equals_dpp_classifier_cv(tmp_path, split):
     X, y, test = split
     overrides = [*CLI, "l2_selection.kind=dpp_cv", "~baselines.standard"]

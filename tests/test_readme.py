@@ -56,6 +56,7 @@ def test_the_checker_finds_a_drifted_output(tmp_path):
     assert subprocess.run(args, cwd=REPO, capture_output=True).returncode == 0
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_the_checker_finds_an_output_that_another_processors_rounding_changes(tmp_path):
     """Issue 82: a page printed ``early_stopped 2`` where an AMD EPYC prints 3 (a round chosen
     by a last bit). Each example also runs with XLA compiling for other instruction sets; a

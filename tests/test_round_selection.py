@@ -157,6 +157,7 @@ def test_cv_over_rounds_avoids_saturation_on_a_witness_task():
     assert score(chosen) > score(full)
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_a_plain_dpp_classifier_does_not_saturate_on_a_witness_task():
     """Issue 36: DPPClassifier()'s default early stopping (20 % held out) keeps its codes soft
     where the old default, rounds by tol, saturated (99 % one-hot codes)."""

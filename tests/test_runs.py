@@ -67,6 +67,7 @@ def test_the_paper_model_has_no_embedding_since_0_2():
     assert "embedding" in _compose(["model=embedded_dpp"]).model
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_user_error_exits_2_with_one_line_and_no_traceback(tmp_path):
     proc = subprocess.run(
         [sys.executable, "experiments/run.py", "model.n_prototypes=0", f"hydra.run.dir={tmp_path}"],
@@ -81,6 +82,7 @@ def test_user_error_exits_2_with_one_line_and_no_traceback(tmp_path):
     assert "Traceback" not in output
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_baseline_alone_skips_the_figure_that_needs_dpp(tmp_path):
     """Was: `python experiments/run.py model=standard` (a README command) crashed on figure1."""
     cfg = _compose(["model=standard", "dataset.loader.num_sets=40", "optimizer.theta_max_iter=100"])
@@ -127,6 +129,7 @@ class BrokenStandard(StandardPrototypeClassifier):
         return dataclasses.replace(model, theta=jnp.full(model.theta.shape, jnp.nan))
 
 
+@pytest.mark.extended  # 7-21 s of fits or CLI runs: the default tier keeps to 5 minutes
 def test_non_finite_predictions_fail_the_run_naming_method_and_trial(tmp_path):
     cfg = _compose(FAST + ["baselines.standard._target_=test_runs.BrokenStandard"])
     with pytest.raises(NonFiniteResultError, match="trial 0, method standard"):
