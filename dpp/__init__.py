@@ -29,8 +29,8 @@ import importlib.util as _util
 
 #: Every public name of ``import dpp`` and the module that defines it.
 _PUBLIC = {
-    "log_predictive": "dpp.classifier",
-    "predict_proba": "dpp.classifier",
+    "log_predictive": "dpp.likelihood",
+    "predict_proba": "dpp.likelihood",
     "encode_hard": "dpp.encoding",
     "encode_soft": "dpp.encoding",
     "hard_assignment": "dpp.encoding",

@@ -1,4 +1,4 @@
-r"""Log-likelihood of DPP with soft labels, per-set weights and priors: eqs. (5), (6) and (17).
+r"""The softmax classifier (eq. 16) and the log-likelihood of DPP: eqs. (5), (6) and (17).
 
 The objective maximised by every solver is
 
@@ -17,11 +17,11 @@ from __future__ import annotations
 import dataclasses
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from dpp.classifier import log_predictive
 from dpp.encoding import encode_soft, packed_log_likelihood
 from dpp.pooling import MEAN, Pooling
 from dpp.pytrees import dataclass_pytree, is_concrete
@@ -100,6 +100,36 @@ class BetaPrior:
 
 #: The default: no prior on beta.
 NO_PRIOR = BetaPrior()
+
+
+def log_predictive(z: Float[Array, "N K"], theta: Float[Array, "K C"]) -> Float[Array, "N C"]:
+    r"""Log class probabilities of the softmax classifier, eq. (16).
+
+    .. math:: \log \sigma^i(z; \Theta) = \theta_i^T z - \log \sum_j \exp(\theta_j^T z)
+
+    There is no separate bias: ``z`` sums to 1, so a bias is already a row added to ``Theta``.
+
+    Args:
+        z: ``[N, K]`` set representations.
+        theta: ``[K, C]`` weights; column ``i`` is ``theta_i``.
+
+    Returns:
+        ``[N, C]`` log-probabilities (log-softmax, stable for large logits).
+    """
+    return jax.nn.log_softmax(z @ theta, axis=1)
+
+
+def predict_proba(z: Float[Array, "N K"], theta: Float[Array, "K C"]) -> Float[Array, "N C"]:
+    """Class probabilities ``sigma(z; Theta)`` of eq. (16); rows sum to 1.
+
+    Args:
+        z: ``[N, K]`` set representations.
+        theta: ``[K, C]`` weights.
+
+    Returns:
+        ``[N, C]`` predictive distribution of each set.
+    """
+    return jax.nn.softmax(z @ theta, axis=1)
 
 
 def set_log_likelihood(

@@ -21,9 +21,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from dpp.classifier import predict_proba
 from dpp.encoding import encode_soft, pool, soft_assignment, squared_distances
-from dpp.likelihood import NO_PRIOR, BetaPrior, Params
+from dpp.likelihood import NO_PRIOR, BetaPrior, Params, predict_proba
 from dpp.sets import RaggedSets
 
 

@@ -16,7 +16,6 @@ import jax
 import numpy as np
 from jaxtyping import Array, Float
 
-from dpp.classifier import log_predictive
 from dpp.encoding import (
     encode_hard,
     encode_soft,
@@ -25,7 +24,7 @@ from dpp.encoding import (
     membership_shares,
 )
 from dpp.errors import NonFiniteResultError
-from dpp.likelihood import Params
+from dpp.likelihood import Params, log_predictive
 from dpp.model.report import (  # noqa: F401  (re-exported)
     CLEAN_STATUSES,
     STATUSES,
