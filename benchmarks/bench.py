@@ -855,9 +855,8 @@ def _scale_one(args) -> None:
     """One size of ``--scale`` (a child process, so its peak memory is its own)."""
     import json
 
+    from dpp.solvers.coordinate_ascent import FitSettings, traced_prototype_step
     from dpp.solvers.minibatch import AdamSettings, batch_capacity
-    from dpp.solvers.prototype import traced_prototype_step
-    from dpp.solvers.settings import FitSettings
 
     total = int(float(args.scale_one))
     mean_size = (args.min_size + args.max_size) / 2

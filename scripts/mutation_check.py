@@ -114,7 +114,7 @@ MUTATIONS = (
     Mutation(
         "accept_worse_step",
         "coordinate ascent accepts a step that lowers L",
-        "solvers/prototype.py",
+        "solvers/coordinate_ascent.py",
         "better = jnp.isfinite(value) & (value > current_value)",
         "better = jnp.isfinite(value)",
         ("tests/test_solvers.py", "-k", "accept_rule"),

@@ -88,9 +88,9 @@ def rng():
 @pytest.fixture(params=[3, 2048], ids=["blocks-of-3", "one-block"])
 def block_size(request, monkeypatch):
     """Runs the test with several encoder block sizes (3 forces padding and many blocks)."""
-    import dpp.encoding.codes
+    import dpp.encoding
 
-    monkeypatch.setattr(dpp.encoding.codes, "BLOCK_SIZE", request.param)
+    monkeypatch.setattr(dpp.encoding, "BLOCK_SIZE", request.param)
     return request.param
 
 

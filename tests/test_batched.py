@@ -88,7 +88,7 @@ def test_classifier_paths_equal_fit_classifier_across_chunks():
 def test_on_the_cpu_each_fold_of_the_paths_is_its_fits_alone_bit_for_bit():
     """On the CPU the folds run in turn (``lax.map``): a fold's maximisers and iteration counts
     are those of the fold fitted alone, to the bit, whichever folds ran beside it."""
-    from dpp.solvers.theta import vectorise_members
+    from dpp.solvers.coordinate_ascent import vectorise_members
 
     if vectorise_members():
         pytest.skip("an accelerator vectorises the folds (within the solver's tolerance)")

@@ -213,7 +213,7 @@ def test_L_recomputed_after_every_round_is_the_history_and_never_falls():
 def test_the_accept_rule_keeps_the_current_point_against_a_worse_or_nan_candidate(small_problem):
     """A step is kept only if it raises a finite L: a worse candidate, a NaN one and an equal
     one leave the parameters and the value as they were; a better one is taken."""
-    from dpp.solvers.prototype import accept_if_higher
+    from dpp.solvers.coordinate_ascent import accept_if_higher
 
     train, centres = small_problem
     settings = FitSettings(l2=1e-2)

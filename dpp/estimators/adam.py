@@ -30,8 +30,8 @@ from dpp.networks import training
 from dpp.padding import to_device
 from dpp.selection import hold_out
 from dpp.sets import RaggedSets
+from dpp.solvers.coordinate_ascent import vectorise_members
 from dpp.solvers.progress import say
-from dpp.solvers.theta import vectorise_members
 
 logger = logging.getLogger(__name__)
 

@@ -31,9 +31,8 @@ from dpp.solvers.coordinate_ascent import (
     FitSettings,
     coordinate_ascent,
     fit_joint,
-    log_rounds,
 )
-from dpp.solvers.progress import say
+from dpp.solvers.progress import log_rounds, say
 from dpp.units import Normalizer
 
 logger = logging.getLogger(__name__)

@@ -21,66 +21,486 @@ the line search extrapolates along a direction that is nearly linear and then fl
 lands 1e4 to 1e30 times higher in saturated codes whose gradients vanish. ``beta`` that the data
 want larger still grows, by up to ``beta_step_limit`` a round.
 
-The module is the round loop; the steps are :mod:`dpp.solvers.theta` (the Theta-step and its
-batched paths) and :mod:`dpp.solvers.prototype` (the (mu, beta)-step), the settings and results
-:mod:`dpp.solvers.settings`, and the round log :mod:`dpp.solvers.progress`. No module keeps
-mutable state. Everything here is traceable; :func:`coordinate_ascent`, :func:`fit_joint` and
-:func:`fit_classifier` are the ``jit`` boundaries. Settings are pytrees (:mod:`dpp.hyper`):
+The module reads top to bottom: the fit's settings and results (:class:`FitSettings`,
+:class:`StepDiagnostics`, :class:`FitResult`); the Theta-step (:func:`theta_step`, and the
+classifier's fits on fixed codes, alone or along batched ``lambda`` paths:
+:func:`fit_classifier`, :func:`fit_classifier_paths`); the (mu, beta)-step
+(:func:`prototype_step` in the coordinates of :func:`prototype_coordinates`); then the round
+loop. The round log is :mod:`dpp.solvers.progress`. Nothing here keeps mutable state.
+Everything is traceable; :func:`coordinate_ascent`, :func:`fit_joint` and :func:`fit_classifier`
+are the ``jit`` boundaries. Settings are pytrees (:mod:`dpp.hyper`):
 ``lambda``, the tolerances, the prior's parameters and ``beta_step_limit`` are traced, so a new
 value reuses the compiled program; only shapes, iteration caps and solver kinds are static.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import dataclasses
+import functools
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Float
 
-from dpp.encoding import packed_log_likelihood
+from dpp import params as check
+from dpp.encoding import LOG_BETA_MAX, encode_soft, packed_log_likelihood
+from dpp.hyper import check_concrete
 from dpp.likelihood import (
+    NO_PRIOR,
+    BetaPrior,
     Params,
+    classifier_objective,
     mean_log_likelihood,
     objective,
 )
 from dpp.pooling import by_kind
-from dpp.sets import RaggedSets
-from dpp.solvers.progress import log_rounds
-from dpp.solvers.prototype import (
-    accept_if_higher,
-    minimise_objective,
-    prototype_coordinates,
-    prototype_step,
-    traced_prototype_step,
-)
-from dpp.solvers.settings import FitResult, FitSettings, StepDiagnostics
-from dpp.solvers.theta import (
-    MAX_BATCH_BYTES,
-    classifier_member_bytes,
-    fit_classifier,
-    fit_classifier_paths,
-    theta_step,
-    traced_theta_step,
-)
+from dpp.pytrees import dataclass_pytree
+from dpp.sets import RaggedSets, sets_bucket
+from dpp.sharding import ShardedSets, sharded_codes
+from dpp.solvers import options
+from dpp.solvers.lbfgs import LBFGSSettings, MinimizeResult, minimize
+from dpp.solvers.minibatch import AdamSettings
 
-#: The round loop's own names, and those of the steps it runs (re-exported from the modules
-#: the loop was split into: :mod:`~dpp.solvers.settings`, :mod:`~dpp.solvers.theta`,
-#: :mod:`~dpp.solvers.prototype`, :mod:`~dpp.solvers.progress`).
-__all__ = [
-    "MAX_BATCH_BYTES",
-    "FitResult",
-    "FitSettings",
-    "StepDiagnostics",
-    "classifier_member_bytes",
-    "coordinate_ascent",
-    "fit_classifier",
-    "fit_classifier_paths",
-    "fit_joint",
-    "log_rounds",
-    "prototype_coordinates",
-    "prototype_step",
-    "theta_step",
-]
+
+@dataclass_pytree("max_rounds", "patience", "verbose")
+@dataclasses.dataclass(frozen=True)
+class FitSettings:
+    """Settings of DPP learning; the defaults are those of :class:`dpp.DPPClassifier`.
+
+    A pytree (:mod:`dpp.hyper`): ``max_rounds``, ``patience``, ``verbose`` and the solvers'
+    kinds and iteration caps are static; ``l2``, ``tol``, ``beta_step_limit``, the prior's
+    parameters and the solvers' tolerances are traced, so changing them does not recompile.
+
+    Attributes:
+        l2: ridge ``lambda`` on ``tr(Theta^T Theta)`` (>= 0).
+        prior: prior on ``log beta``.
+        max_rounds: maximum coordinate-ascent rounds.
+        tol: stop when the relative increase of ``L`` in a round is below this.
+        theta_solver: full-batch solver of the convex Theta-steps.
+        prototype_solver: solver of the (mu, beta)-steps and of the joint fit: L-BFGS/BFGS or
+            mini-batch Adam.
+        beta_step_limit: one (mu, beta)-step (or the joint fit) changes ``beta`` by at most this
+            factor up or down (a smooth trust region on ``log beta``; > 1).
+        patience: with early stopping, stop after this many rounds without a better validation
+            log-likelihood.
+        verbose: log ``L`` and ``beta`` of every round (:func:`dpp.model.fit_dpp` does, from the
+            returned history, by :func:`log_rounds`; the compiled solver never calls the host,
+            and :func:`dpp.model.fit_dpp` hands it ``verbose=False``, so verbose and quiet fits
+            run one program).
+    """
+
+    l2: float = 1e-2
+    prior: BetaPrior = NO_PRIOR
+    max_rounds: int = 30
+    tol: float = 1e-5
+    theta_solver: LBFGSSettings = options.theta_solver(options.DEFAULT_OPTIMIZER)
+    prototype_solver: LBFGSSettings | AdamSettings = options.prototype_solver(
+        options.DEFAULT_OPTIMIZER
+    )
+    beta_step_limit: float = 2.0
+    patience: int = 2
+    verbose: bool = False
+
+    #: The rules of the fit's numbers: the one home of DPP's fit rules. Checked here on
+    #: construction (concrete values only), and part of :class:`dpp.DPPClassifier`'s table, so
+    #: of its ``check_params``, the config check and the model-file loader.
+    RULES: ClassVar[dict[str, check.Rule]] = {
+        "l2": check.Real(low=0),
+        "max_rounds": check.Int(0),
+        "tol": check.Real(low=0),
+        "beta_step_limit": check.Real(low=1, low_open=True),
+        "patience": check.Int(1),
+    }
+
+    def __post_init__(self):
+        check_concrete(self, self.RULES)
+
+
+class StepDiagnostics(NamedTuple):
+    """Per-round record of the two steps of coordinate ascent (row 0: the initial Theta-step).
+
+    Attributes:
+        prototype_iters: ``[R]`` int32 inner iterations of the (mu, beta)-step (Adam: steps).
+        theta_iters: ``[R]`` int32 inner iterations of the Theta-step.
+        prototype_accepted: ``[R]`` bool, the (mu, beta)-step raised ``L`` (strictly).
+        theta_accepted: ``[R]`` bool, the Theta-step raised ``L`` (strictly).
+        linesearch_failures: ``[R]`` int32 line searches of the round that found no sufficient
+            decrease.
+        grad_norm: ``[R]`` float, gradient norm of ``-L / sum(w)`` in the step's coordinates at
+            the end of the (mu, beta)-step (NaN for Adam).
+        log_beta: ``[R]`` float, mean of ``log beta`` after the round (internal units; row 0:
+            the initial value).
+    """
+
+    prototype_iters: jax.Array
+    theta_iters: jax.Array
+    prototype_accepted: jax.Array
+    theta_accepted: jax.Array
+    linesearch_failures: jax.Array
+    grad_norm: jax.Array
+    log_beta: jax.Array
+
+
+class FitResult(NamedTuple):
+    """Output of :func:`coordinate_ascent` and :func:`fit_joint`.
+
+    Attributes:
+        params: fitted parameters.
+        history: ``[max_rounds + 1]`` float, ``L`` after initialisation and after each round
+            (NaN after the last round taken).
+        num_rounds: int32 scalar, rounds taken.
+        converged: bool scalar, whether the stopping rule was met: a round that raised ``L`` by
+            at most ``tol * |L|``. :func:`dpp.model.fit_status` turns this and ``diagnostics``
+            into the reported status.
+        diagnostics: :class:`StepDiagnostics`, rows ``0..num_rounds`` filled.
+        validation_history: ``[max_rounds + 1]`` validation log-likelihood per set (weighted
+            by the sets' weights) after each round (early stopping), else ``None``.
+        best_round: int32 scalar, the round whose parameters are returned (early stopping),
+            else ``None``.
+    """
+
+    params: Params
+    history: Float[Array, " R"]
+    num_rounds: jax.Array
+    converged: jax.Array
+    diagnostics: StepDiagnostics
+    validation_history: Float[Array, " R"] | None = None
+    best_round: jax.Array | None = None
+
+
+# ---- The Theta-step: the softmax classifier on fixed codes (convex) ----------------------------
+
+
+def weight_scale(sets: RaggedSets) -> jax.Array:
+    """``1 / sum_n w_n``: the objective per unit of set weight, as the solvers minimise it."""
+    return 1.0 / jnp.sum(sets.weights)
+
+
+def _classifier_step(theta0, z, labels, weights, l2, solver: LBFGSSettings) -> MinimizeResult:
+    scale = 1.0 / jnp.sum(weights)
+    return minimize(
+        lambda theta: -scale * classifier_objective(theta, z, labels, weights, l2), theta0, solver
+    )
+
+
+@jax.jit
+def _fit_classifier(z, labels, weights, theta0, l2, solver):
+    result = _classifier_step(theta0, z, labels, weights, l2, solver)
+    return result.params, result.num_iter
+
+
+def fit_classifier(
+    z: Float[Array, "N K"],
+    labels: Float[Array, "N C"],
+    weights: Float[Array, " N"],
+    theta0: Float[Array, "K C"],
+    l2: float,
+    solver: LBFGSSettings,
+    with_iterations: bool = False,
+) -> Float[Array, "K C"] | tuple[Float[Array, "K C"], int]:
+    """Fits the softmax classifier (eq. 16) on fixed codes: the convex Theta-step.
+
+    Maximises ``sum_n w_n L^n(Theta) - lambda ||Theta||^2`` (eqs. 5, 17). This is multinomial
+    logistic regression without intercept, equal to scikit-learn's
+    ``LogisticRegression(C=1 / (2 lambda), fit_intercept=False)`` for unit weights and hard labels.
+
+    The rows are padded to :func:`dpp.sets.sets_bucket` with zero weight before the compiled
+    solver runs, so the folds of a cross-validation share one program.
+
+    Args:
+        z: ``[N, K]`` fixed set representations.
+        labels: ``[N, C]`` soft labels.
+        weights: ``[N]`` per-set weights.
+        theta0: ``[K, C]`` starting point (warm start).
+        l2: ridge ``lambda`` (traced: a new value does not recompile).
+        solver: full-batch solver settings (a pytree; ``tol`` is traced).
+        with_iterations: also return the solver's iterations (``solver.max_iter``: it stopped
+            at its cap before its gradient tolerance).
+
+    Returns:
+        ``[K, C]`` maximiser, or ``(maximiser, iterations)`` with ``with_iterations``.
+    """
+    n = z.shape[0]
+    pad = sets_bucket(n) - n
+    if pad:  # on the host: an eager jnp.concatenate would compile once per pair of shapes
+        z, labels, weights = (
+            np.concatenate([a, np.zeros((pad, *a.shape[1:]), a.dtype)])
+            for a in (np.asarray(z), np.asarray(labels), np.asarray(weights))
+        )
+    theta, iterations = _fit_classifier(z, labels, weights, theta0, l2, solver)
+    return (theta, int(iterations)) if with_iterations else theta
+
+
+#: Memory budget of one chunk of :func:`fit_classifier_paths` (bytes): 1 GiB.
+MAX_BATCH_BYTES = 2**30
+
+
+def vectorise_members() -> bool:
+    """Whether many fits of one program are ``vmap``-ped (an accelerator) or run in turn (CPU).
+
+    On the CPU a fit is compute-bound: vectorising the members gains little, while every
+    ``while_loop`` under ``vmap`` runs until its slowest member stops. In turn (``lax.map``),
+    each member stops at its own iteration and its result is its fit alone, bit for bit. On
+    Table 1 the folds' Theta paths in turn took the run from 107 s to 95 s with the same table.
+    """
+    return jax.default_backend() != "cpu"
+
+
+@functools.partial(jax.jit, static_argnames="vectorised")
+def _classifier_paths(z, labels, weights, l2, theta0, solver, vectorised=False):
+    """``[F, L, K, C]`` maximisers and ``[F, L]`` iterations (see fit_classifier_paths)."""
+
+    def path(z, weights, l2, theta0):
+        def one(theta, l2):
+            result = _classifier_step(theta, z, labels, weights, l2, solver)
+            return result.params, (result.params, result.num_iter)
+
+        return jax.lax.scan(one, theta0, l2)[1]
+
+    if vectorised:
+        return jax.vmap(path)(z, weights, l2, theta0)
+    return jax.lax.map(lambda fold: path(*fold), (z, weights, l2, theta0))
+
+
+def fit_classifier_paths(
+    z: Float[Array, "F N K"],
+    labels: Float[Array, "N C"],
+    weights: Float[Array, "F N"],
+    l2: Float[Array, "F L"],
+    theta0: Float[Array, "F K C"] | None = None,
+    solver: LBFGSSettings | None = None,
+    max_batch_bytes: int = MAX_BATCH_BYTES,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The Theta-steps (eq. 16 on fixed codes) of many folds along an ``l2`` path, as one program.
+
+    Fold ``f`` fits :func:`fit_classifier` on its codes ``z[f]`` with weights ``weights[f]`` at
+    ``l2[f, 0]``, ``l2[f, 1]``, ... in turn, each fit starting from the previous one's maximiser
+    (the first from ``theta0[f]``): the problem is convex, so a warm start changes the maximiser
+    only within the solver's tolerance, and along a path from strong to weak ``l2`` it saves most
+    of the iterations. A cross-validation fold is every set with the held-out ones weighted 0
+    (they add exact zeros to the objective and its gradient), so every fold shares one shape
+    and one compiled program fits them all: on the CPU one after another (``lax.map``: each
+    fold stops at its own iteration, and its fits are those of the fold alone), on an
+    accelerator together (``vmap``: a fold whose solver has stopped is frozen while the others
+    go on), as :func:`vectorise_members` says. The folds are fitted in chunks of equal shape
+    whose estimate (:func:`classifier_member_bytes`) stays under ``max_batch_bytes``; every
+    chunk reuses one compiled program.
+
+    Args:
+        z: ``[F, N, K]`` codes of every set, per fold (each fold's own encoder).
+        labels: ``[N, C]`` soft labels.
+        weights: ``[F, N]`` per-set weights of each fold's fits (0 for the sets it leaves
+            out; each row has a positive entry).
+        l2: ``[F, L]`` ridge ``lambda`` of each fit (>= 0), in the order they are fitted.
+        theta0: ``[F, K, C]`` start of each fold's first fit (default 0).
+        solver: full-batch solver settings, shared by every fit (default: the Theta-step's).
+        max_batch_bytes: memory budget of one chunk.
+
+    Returns:
+        ``([F, L, K, C] float64 maximisers, [F, L] int solver iterations)``.
+
+    Raises:
+        ValueError: for inconsistent shapes or a fold without a positive weight.
+    """
+    z, labels = np.asarray(z), np.asarray(labels)
+    weights, l2 = np.asarray(weights, z.dtype), np.asarray(l2, z.dtype)
+    f, n, k = z.shape
+    c = labels.shape[1]
+    theta0 = np.zeros((f, k, c), z.dtype) if theta0 is None else np.asarray(theta0, z.dtype)
+    if (
+        labels.shape[0] != n
+        or weights.shape != (f, n)
+        or l2.ndim != 2
+        or l2.shape[0] != f
+        or theta0.shape != (f, k, c)
+    ):
+        raise ValueError(
+            f"fit_classifier_paths: z {z.shape}, labels {labels.shape}, weights "
+            f"{weights.shape}, l2 {l2.shape} and theta0 {theta0.shape} must be [F, N, K], "
+            "[N, C], [F, N], [F, L] and [F, K, C]"
+        )
+    if not np.all(weights.sum(axis=1) > 0):
+        raise ValueError("fit_classifier_paths: every fold needs a set of positive weight")
+    solver = options.theta_solver(options.DEFAULT_OPTIMIZER, None) if solver is None else solver
+    per_fold = z[0].nbytes + classifier_member_bytes(n, k, c, solver)
+    chunk = int(np.clip(max_batch_bytes // per_fold, 1, f))
+    thetas = np.zeros((f, l2.shape[1], k, c))
+    iterations = np.zeros((f, l2.shape[1]), np.int64)
+    for start in range(0, f, chunk):
+        rows = np.minimum(np.arange(start, start + chunk), f - 1)  # the last repeats a fold
+        theta, count = _classifier_paths(
+            z[rows], labels, weights[rows], l2[rows], theta0[rows], solver,
+            vectorised=vectorise_members(),
+        )  # fmt: skip
+        kept = min(chunk, f - start)
+        thetas[start : start + kept] = np.asarray(theta)[:kept]
+        iterations[start : start + kept] = np.asarray(count)[:kept]
+    return thetas, iterations
+
+
+def classifier_member_bytes(num_sets: int, num_prototypes: int, num_classes: int, solver) -> int:
+    """Estimated working set of one fold of :func:`fit_classifier_paths` besides its codes.
+
+    Bytes (float32): the ``[N, C]`` logits, probabilities and their cotangents, and the solver
+    state (``2 * memory_size + 6`` copies of the ``[K, C]`` parameters). An estimate, stated
+    so that a memory budget can be set.
+
+    Args:
+        num_sets: ``N``, the sets of every fold (held-out ones included).
+        num_prototypes: ``K``.
+        num_classes: ``C``.
+        solver: the Theta-step's solver settings (its ``memory_size``; 10 if it has none).
+
+    Returns:
+        Bytes (int) of one fold's working set.
+    """
+    params = num_prototypes * num_classes
+    memory = getattr(solver, "memory_size", 10)
+    return 4 * (4 * num_sets * num_classes + (2 * memory + 6) * params)
+
+
+def theta_step(params: Params, sets: RaggedSets, settings: FitSettings) -> Params:
+    """Theta-step: maximise ``L`` over ``Theta`` with ``mu`` and ``beta`` fixed (convex).
+
+    Args:
+        params: current parameters (``Theta`` is the warm start).
+        sets: training sets.
+        settings: ``l2`` and ``theta_solver`` are used.
+
+    Returns:
+        Parameters with the new ``Theta``.
+    """
+    return traced_theta_step(params, sets, settings)[0]
+
+
+def traced_theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
+    """:func:`theta_step` unjitted, with the solver's result (the round loop traces it)."""
+    if isinstance(sets, ShardedSets):  # [P * N_p, K] codes, sharded by set
+        z = sharded_codes(sets, params.mu, params.log_beta, params.pooling)
+    else:
+        z = encode_soft(sets, params.mu, params.log_beta, params.pooling)
+    result = _classifier_step(
+        params.theta, z, sets.labels, sets.weights, settings.l2, settings.theta_solver
+    )
+    return params._replace(theta=result.params), result
+
+
+# ---- The (mu, beta)-step -----------------------------------------------------------------------
+
+
+def prototype_coordinates(params: Params, beta_step_limit: float):
+    r"""Well-scaled coordinates of the (mu, beta)-step around the current parameters.
+
+    With ``beta_c``, ``mu_c``, ``log beta_c`` the values at the start of the step and
+    ``r = log(beta_step_limit)``:
+
+    .. math::
+
+        \mu = \mu_c + u / \sqrt{\beta_c}, \qquad
+        \log\beta = \log\beta_c + r \tanh(v / r),
+
+    starting from ``u = 0``, ``v = 0``. A unit move of ``u_k`` or of ``v`` changes the logits of
+    eq. (3) by order one, so the first quasi-Newton step is balanced between prototypes and
+    temperature; ``beta`` stays within a factor ``beta_step_limit`` of ``beta_c``. It is a smooth
+    change of variables, so every stationary point inside the region is one of ``L``.
+
+    The pooling's parameters (the generalised mean's ``rho``, :mod:`dpp.pooling`) move with
+    them, in their own coordinates (``rho`` itself; a unit move changes ``p`` by at most one).
+
+    Args:
+        params: parameters at the start of the step.
+        beta_step_limit: largest factor by which ``beta`` may change (> 1).
+
+    Returns:
+        ``(x0, to_params)``: the starting point ``(u [K, D], v [] or [K], pooling)`` (``u``,
+        ``v`` zero, the pooling as it is) and the map from coordinates to
+        ``(mu, log_beta, pooling)``.
+    """
+    mu_c, log_beta_c = params.mu, params.log_beta
+    radius = jnp.log(jnp.asarray(beta_step_limit, mu_c.dtype))
+    root_beta = jnp.exp(0.5 * jnp.minimum(log_beta_c, LOG_BETA_MAX))
+    root_beta = jnp.reshape(root_beta, (-1, 1))  # [1, 1] or [K, 1]
+
+    def to_params(x):
+        u, v, pooling = x
+        return mu_c + u / root_beta, log_beta_c + radius * jnp.tanh(v / radius), pooling
+
+    return (jnp.zeros_like(mu_c), jnp.zeros_like(log_beta_c), params.pooling), to_params
+
+
+def prototype_step(
+    params: Params, sets: RaggedSets, settings: FitSettings, key: jax.Array
+) -> Params:
+    """(mu, beta)-step: maximise ``L`` over ``mu`` and ``log beta`` with ``Theta`` fixed.
+
+    Runs in the coordinates of :func:`prototype_coordinates`, so ``beta`` changes by at most
+    ``settings.beta_step_limit``.
+
+    Args:
+        params: current parameters (the starting point).
+        sets: training sets.
+        settings: ``l2``, ``prior``, ``prototype_solver`` and ``beta_step_limit`` are used.
+        key: PRNG key (used by mini-batch Adam only).
+
+    Returns:
+        Parameters with new ``mu`` and ``log_beta``.
+    """
+    return traced_prototype_step(params, sets, settings, key)[0]
+
+
+def traced_prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
+    """:func:`prototype_step` unjitted, with the solver's result (the round loop traces it)."""
+    theta = params.theta
+    x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
+
+    def assemble(x):
+        mu, log_beta, pooling = to_params(x)
+        return Params(mu, log_beta, theta, pooling)
+
+    result = minimise_objective(assemble, x0, sets, settings, key)
+    return assemble(result.params), result
+
+
+def minimise_objective(
+    assemble, x0, sets: RaggedSets, settings: FitSettings, key
+) -> MinimizeResult:
+    """``-L`` minimised by the prototype solver: over all sets, or over mini-batches of them."""
+
+    def loss(x):
+        return -weight_scale(sets) * objective(assemble(x), sets, settings.l2, settings.prior)
+
+    total_weight = jnp.sum(sets.weights)  # once, not per mini-batch
+
+    def batch_loss(x, batch, scale):
+        return -_batch_objective(assemble(x), batch, scale, settings) / total_weight
+
+    return settings.prototype_solver.minimize_loss(loss, batch_loss, x0, sets, key)
+
+
+def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSettings):
+    z = encode_soft(batch, params.mu, params.log_beta, params.pooling)
+    data = classifier_objective(params.theta, z, batch.labels, batch.weights, 0.0)
+    penalty = settings.l2 * jnp.sum(params.theta**2)
+    return scale * data - penalty + settings.prior.log_density(params.log_beta)
+
+
+def accept_if_higher(
+    candidate: Params, current: Params, current_value, sets, settings: FitSettings
+):
+    """Keeps ``candidate`` only if it raises ``L`` (and ``L`` is finite).
+
+    Returns:
+        ``(params, value, accepted)``.
+    """
+    value = objective(candidate, sets, settings.l2, settings.prior)
+    better = jnp.isfinite(value) & (value > current_value)
+    chosen = jax.tree.map(lambda a, b: jnp.where(better, a, b), candidate, current)
+    return chosen, jnp.where(better, value, current_value), better
+
+
+# ---- The round loop ----------------------------------------------------------------------------
 
 
 @jax.jit

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 import numpy as np
 from jax import monitoring
 from tqdm.auto import tqdm
 
-from dpp.solvers.settings import FitResult
+if TYPE_CHECKING:  # the round loop imports nothing from here
+    from dpp.solvers.coordinate_ascent import FitResult
 
 logger = logging.getLogger(__name__)
 
