@@ -10,6 +10,9 @@ Only what is alive is registered; the records of the methods removed stay readab
   inner folds at the task's ``K``;
 * ``dpp_mean`` (the paper's pooling, eq. 2), ``dpp_max``, ``dpp_gem``: its raw-vector members
   alone (one pooling each); ``dpp_embedded_widened``: its embedded member alone, one seed;
+* ``dpp_mean_mu03``, ``dpp_mean_mu1``, ``dpp_mean_mu3``: ``dpp_mean`` with a Gaussian prior
+  on the prototypes around their k-means start (``mu_prior_scale`` 0.3, 1, 3), issue 80's
+  screen;
 * ``dpp_plain``: the paper's model alone, :class:`~dpp.DPPClassifier` with its defaults and no
   selection;
 * ``standard``: the same selection over the standard prototype (k-means codes);
@@ -146,6 +149,11 @@ METHODS: dict[str, Callable] = {
     "dpp_mean": _dpp_cv(["mean"]),
     "dpp_max": _dpp_cv(["max"]),
     "dpp_gem": _dpp_cv(["gem"]),
+    # issue 80's screen: a Gaussian prior on mu around the k-means start, s.d. 0.3, 1 and 3
+    # of the data's spreads (mu_prior_scale)
+    "dpp_mean_mu03": _dpp_cv(["mean"], base_options={"mu_prior_scale": 0.3}),
+    "dpp_mean_mu1": _dpp_cv(["mean"], base_options={"mu_prior_scale": 1.0}),
+    "dpp_mean_mu3": _dpp_cv(["mean"], base_options={"mu_prior_scale": 3.0}),
     "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_plain": lambda k, seed: ESTIMATORS["dpp"](n_prototypes=k, random_state=seed),
     "standard": lambda k, seed: DPPClassifierCV(

@@ -78,6 +78,12 @@ class DPPClassifier(PrototypeClassifier):
             ``max_rounds``. ``None`` (the default): the rounds end by ``tol``, ``max_rounds``
             or early stopping. Needs ``validation_fraction=0`` (the rounds are chosen already)
             and at most ``max_rounds``.
+        mu_prior_scale: ``None`` (the paper's model, the default) or ``s > 0``: a Gaussian prior
+            on the prototypes around their k-means start, of standard deviation ``s`` per
+            coordinate in units of the data's spread (the fit's internal units: the training
+            vectors scaled to unit root mean square deviation), maximised with the likelihood
+            (:func:`~dpp.solvers.coordinate_ascent.prototype_log_prior`). Small ``s`` keeps the
+            prototypes near k-means, where a small training set's whole solve would overfit.
 
     The other parameters are the prototype estimators' shared block
     (:data:`dpp.estimators.base.SHARED_PARAMETERS`), keyword-only.
@@ -129,6 +135,7 @@ class DPPClassifier(PrototypeClassifier):
         beta_prior_scale: float = _FIT.prior.scale,
         devices: int | str = 1,
         round_cap: int | None = None,
+        mu_prior_scale: float | None = None,
         *,
         standardize: bool = True,
         pca_components: int | None = None,
@@ -158,6 +165,7 @@ class DPPClassifier(PrototypeClassifier):
         self.beta_prior_scale = beta_prior_scale
         self.devices = devices
         self.round_cap = round_cap
+        self.mu_prior_scale = mu_prior_scale
         self.standardize = standardize
         self.pca_components = pca_components
         self.preprocess = preprocess
@@ -213,6 +221,7 @@ class DPPClassifier(PrototypeClassifier):
         return FitSettings(
             l2=float(self.l2),
             prior=self._prior(),
+            mu_prior_scale=None if self.mu_prior_scale is None else float(self.mu_prior_scale),
             max_rounds=int(self.max_rounds),
             tol=float(self.tol),
             beta_step_limit=float(self.beta_step_limit),

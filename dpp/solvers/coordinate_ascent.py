@@ -76,6 +76,13 @@ class FitSettings:
     Attributes:
         l2: ridge ``lambda`` on ``tr(Theta^T Theta)`` (>= 0).
         prior: prior on ``log beta``.
+        mu_prior_scale: ``None`` (the paper's model: no prior on ``mu``) or ``s > 0``: a
+            Gaussian prior on each prototype coordinate around the fit's start (the k-means
+            centres), of standard deviation ``s`` in the units of the vectors the solver sees
+            (a fit's internal units, where it is a number of the data's spreads):
+            :func:`prototype_log_prior`. The MAP reading the paper gives ``Theta``'s ridge
+            (section 3.2), applied to ``mu``. ``None`` and a number compile two programs; two
+            numbers share one.
         max_rounds: maximum coordinate-ascent rounds.
         tol: stop when the relative increase of ``L`` in a round is below this.
         theta_solver: full-batch solver of the convex Theta-steps.
@@ -93,6 +100,7 @@ class FitSettings:
 
     l2: float = 1e-2
     prior: BetaPrior = NO_PRIOR
+    mu_prior_scale: float | None = None
     max_rounds: int = 30
     tol: float = 1e-5
     theta_solver: LBFGSSettings = options.theta_solver(options.DEFAULT_OPTIMIZER)
@@ -108,6 +116,7 @@ class FitSettings:
     #: of its ``check_params``, the config check and the model-file loader.
     RULES: ClassVar[dict[str, check.Rule]] = {
         "l2": check.Real(low=0),
+        "mu_prior_scale": check.Optional(check.Real(low=0, low_open=True)),
         "max_rounds": check.Int(0),
         "tol": check.Real(low=0),
         "beta_step_limit": check.Real(low=1, low_open=True),
@@ -387,6 +396,47 @@ def traced_theta_step(params: Params, sets: RaggedSets, settings: FitSettings):
     return params._replace(theta=result.params), result
 
 
+def prototype_log_prior(
+    mu: Float[Array, "K D"], anchor: Float[Array, "K D"], settings: FitSettings
+) -> Float[Array, ""]:
+    r"""The Gaussian log-prior on the prototypes around ``anchor`` (unnormalised; 0 without one).
+
+    .. math:: \log p(\mu) = -\frac{1}{2 s^2} \sum_{k, d} (\mu_{kd} - \mu^0_{kd})^2
+
+    with ``s = settings.mu_prior_scale``. ``L`` gains it beside eq. (17)'s ridge and the prior on
+    ``beta``, so every step of the fit, and the acceptance of a step, maximises the posterior.
+
+    Args:
+        mu: ``[K, D]`` prototypes.
+        anchor: ``[K, D]`` the prior's centre, in :func:`coordinate_ascent` the fit's start.
+        settings: its ``mu_prior_scale`` (``None``: no prior, an exact 0 without a term).
+
+    Returns:
+        Scalar log-density (nats), 0 when ``settings.mu_prior_scale`` is ``None``.
+    """
+    if settings.mu_prior_scale is None:
+        return jnp.zeros((), mu.dtype)
+    return -0.5 * jnp.sum((mu - anchor) ** 2) / settings.mu_prior_scale**2
+
+
+def fit_objective(params: Params, sets, settings: FitSettings, anchor=None) -> Float[Array, ""]:
+    """``L`` as the fit maximises it: :func:`dpp.likelihood.objective` and the prior on ``mu``.
+
+    Args:
+        params: parameters.
+        sets: training sets.
+        settings: ``l2``, ``prior`` and ``mu_prior_scale`` are used.
+        anchor: ``[K, D]`` centre of the prior on ``mu`` (needed when it has one).
+
+    Returns:
+        Scalar ``L`` (nats); without a prior on ``mu``, :func:`dpp.likelihood.objective` itself.
+    """
+    value = objective(params, sets, settings.l2, settings.prior)
+    if settings.mu_prior_scale is None:
+        return value
+    return value + prototype_log_prior(params.mu, anchor, settings)
+
+
 # ---- The (mu, beta)-step -----------------------------------------------------------------------
 
 
@@ -431,7 +481,7 @@ def prototype_coordinates(params: Params, beta_step_limit: float):
 
 
 def prototype_step(
-    params: Params, sets: RaggedSets, settings: FitSettings, key: jax.Array
+    params: Params, sets: RaggedSets, settings: FitSettings, key: jax.Array, anchor=None
 ) -> Params:
     """(mu, beta)-step: maximise ``L`` over ``mu`` and ``log beta`` with ``Theta`` fixed.
 
@@ -441,17 +491,22 @@ def prototype_step(
     Args:
         params: current parameters (the starting point).
         sets: training sets.
-        settings: ``l2``, ``prior``, ``prototype_solver`` and ``beta_step_limit`` are used.
+        settings: ``l2``, ``prior``, ``mu_prior_scale``, ``prototype_solver`` and
+            ``beta_step_limit`` are used.
         key: PRNG key (used by mini-batch Adam only).
+        anchor: ``[K, D]`` centre of the prior on ``mu`` (default: ``params.mu``).
 
     Returns:
         Parameters with new ``mu`` and ``log_beta``.
     """
-    return traced_prototype_step(params, sets, settings, key)[0]
+    return traced_prototype_step(params, sets, settings, key, anchor)[0]
 
 
-def traced_prototype_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
+def traced_prototype_step(
+    params: Params, sets: RaggedSets, settings: FitSettings, key, anchor=None
+):
     """:func:`prototype_step` unjitted, with the solver's result (the round loop traces it)."""
+    anchor = params.mu if anchor is None else anchor
     theta = params.theta
     x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
 
@@ -459,42 +514,49 @@ def traced_prototype_step(params: Params, sets: RaggedSets, settings: FitSetting
         mu, log_beta, pooling = to_params(x)
         return Params(mu, log_beta, theta, pooling)
 
-    result = minimise_objective(assemble, x0, sets, settings, key)
+    result = minimise_objective(assemble, x0, sets, settings, key, anchor)
     return assemble(result.params), result
 
 
 def minimise_objective(
-    assemble, x0, sets: RaggedSets, settings: FitSettings, key
+    assemble, x0, sets: RaggedSets, settings: FitSettings, key, anchor=None
 ) -> MinimizeResult:
     """``-L`` minimised by the prototype solver: over all sets, or over mini-batches of them."""
 
     def loss(x):
-        return -weight_scale(sets) * objective(assemble(x), sets, settings.l2, settings.prior)
+        return -weight_scale(sets) * fit_objective(assemble(x), sets, settings, anchor)
 
     total_weight = jnp.sum(sets.weights)  # once, not per mini-batch
 
     def batch_loss(x, batch, scale):
-        return -_batch_objective(assemble(x), batch, scale, settings) / total_weight
+        return -_batch_objective(assemble(x), batch, scale, settings, anchor) / total_weight
 
     return settings.prototype_solver.minimize_loss(loss, batch_loss, x0, sets, key)
 
 
-def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSettings):
+def _batch_objective(params: Params, batch: RaggedSets, scale, settings: FitSettings, anchor):
     z = encode_soft(batch, params.mu, params.log_beta, params.pooling)
     data = classifier_objective(params.theta, z, batch.labels, batch.weights, 0.0)
     penalty = settings.l2 * jnp.sum(params.theta**2)
-    return scale * data - penalty + settings.prior.log_density(params.log_beta)
+    value = scale * data - penalty + settings.prior.log_density(params.log_beta)
+    if settings.mu_prior_scale is None:
+        return value
+    return value + prototype_log_prior(params.mu, anchor, settings)
 
 
 def accept_if_higher(
-    candidate: Params, current: Params, current_value, sets, settings: FitSettings
+    candidate: Params, current: Params, current_value, sets, settings: FitSettings, anchor=None
 ):
     """Keeps ``candidate`` only if it raises ``L`` (and ``L`` is finite).
+
+    ``L`` is :func:`fit_objective`, with the prior on ``mu`` centred on ``anchor`` (default:
+    ``current.mu``) when ``settings`` has one.
 
     Returns:
         ``(params, value, accepted)``.
     """
-    value = objective(candidate, sets, settings.l2, settings.prior)
+    anchor = current.mu if anchor is None else anchor
+    value = fit_objective(candidate, sets, settings, anchor)
     better = jnp.isfinite(value) & (value > current_value)
     chosen = jax.tree.map(lambda a, b: jnp.where(better, a, b), candidate, current)
     return chosen, jnp.where(better, value, current_value), better
@@ -581,14 +643,14 @@ def fit_joint(
     )
 
 
-def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key):
+def _joint_step(params: Params, sets: RaggedSets, settings: FitSettings, key, anchor):
     x0, to_params = prototype_coordinates(params, settings.beta_step_limit)
 
     def assemble(x):
         mu, log_beta, pooling = to_params(x[:3])
         return Params(mu, log_beta, x[3], pooling)
 
-    result = minimise_objective(assemble, (*x0, params.theta), sets, settings, key)
+    result = minimise_objective(assemble, (*x0, params.theta), sets, settings, key, anchor)
     return assemble(result.params), result
 
 
@@ -652,7 +714,8 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
     if round_cap is not None:  # never past the preallocated history
         cap = jnp.minimum(jnp.asarray(round_cap, jnp.int32), cap)
     params, theta_result = traced_theta_step(params0, sets, settings)
-    value = objective(params, sets, settings.l2, settings.prior)
+    anchor = params0.mu  # the prior on mu (if any) is centred on the start
+    value = fit_objective(params, sets, settings, anchor)
     rows = settings.max_rounds + 1
     diag = _first_diagnostics(rows, theta_result, params, value.dtype)
     has_val, validate = _validation_score(validation, value.dtype)
@@ -661,6 +724,9 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
         return jnp.full((rows,), jnp.nan, dtype=value.dtype).at[0].set(x0)
 
     val = validate(params)
+
+    def accept(candidate, current, current_value):
+        return accept_if_higher(candidate, current, current_value, sets, settings, anchor)
 
     def keep_going(s: _RoundState):
         going = (s.round < cap) & ~s.converged
@@ -672,14 +738,14 @@ def _ascend(params0, sets, settings: FitSettings, key, validation, round_cap, jo
         key, step_key = jax.random.split(s.key)
         params, value = s.params, s.value
         if joint:
-            candidate, proto = _joint_step(params, sets, settings, step_key)
-            params, value, proto_ok = accept_if_higher(candidate, params, value, sets, settings)
+            candidate, proto = _joint_step(params, sets, settings, step_key, anchor)
+            params, value, proto_ok = accept(candidate, params, value)
             theta_iters, theta_ok, theta_failures = jnp.int32(0), jnp.array(False), 0
         else:
-            candidate, proto = traced_prototype_step(params, sets, settings, step_key)
-            params, value, proto_ok = accept_if_higher(candidate, params, value, sets, settings)
+            candidate, proto = traced_prototype_step(params, sets, settings, step_key, anchor)
+            params, value, proto_ok = accept(candidate, params, value)
             candidate, theta = traced_theta_step(params, sets, settings)
-            params, value, theta_ok = accept_if_higher(candidate, params, value, sets, settings)
+            params, value, theta_ok = accept(candidate, params, value)
             theta_iters, theta_failures = theta.num_iter, theta.linesearch_failures
         round_ = s.round + 1
         rel_change = (value - s.value) / jnp.maximum(jnp.abs(s.value), 1e-30)
