@@ -21,9 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from dpp.padding import BLOCK_SIZE
 from dpp.pooling import MEAN, Pooling, pooled_cotangent, segment_pool, segment_shares
-from dpp.sets import RaggedSets
+from dpp.sets import BLOCK_SIZE, RaggedSets
 
 __all__ = [
     "LOG_BETA_MAX",

@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from dpp.padding import to_device
 from dpp.pytrees import dataclass_pytree
+from dpp.sets import to_device
 
 #: Largest exponent of the generalised mean.
 GEM_P_MAX = 64.0

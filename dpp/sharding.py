@@ -27,10 +27,9 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from dpp.encoding import encode_soft, packed_log_likelihood
-from dpp.padding import BUCKET_ALIGN, block_length, pack, sets_bucket
 from dpp.pooling import MEAN
 from dpp.pytrees import dataclass_pytree
-from dpp.sets import RaggedSets
+from dpp.sets import BUCKET_ALIGN, RaggedSets, block_length, pack, sets_bucket
 
 logger = logging.getLogger(__name__)
 

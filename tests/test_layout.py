@@ -60,7 +60,6 @@ def test_public_names_and_submodules_come_from_import_dpp():
     for name in dpp.__all__:  # the very object its module defines
         assert getattr(dpp, name) is getattr(importlib.import_module(dpp._PUBLIC[name]), name)
     assert dpp.experiment.protocol.run_trial.__module__ == "dpp.experiment.protocol"
-    assert dpp.sets.Layout is dpp.padding.Layout
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         dpp.nonexistent  # noqa: B018
 

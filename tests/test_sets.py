@@ -102,7 +102,7 @@ def test_device_arrays_never_share_the_callers_buffers():
     """On the CPU ``jax.device_put`` of a writeable NumPy array shares its buffer (JAX 0.10):
     the sets' device arrays are private copies, so writing into the arrays a caller passed
     changes nothing the fits read."""
-    from dpp.padding import to_device
+    from dpp.sets import to_device
 
     vectors = np.arange(60, dtype=np.float32).reshape(20, 3)
     set_ids = np.repeat(np.arange(5), 4).astype(np.int32)

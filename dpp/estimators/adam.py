@@ -27,9 +27,8 @@ from dpp import model_file
 from dpp import params as check
 from dpp.model import EarlyStopping, FitReport, epoch_status
 from dpp.networks import training
-from dpp.padding import to_device
 from dpp.selection import hold_out
-from dpp.sets import RaggedSets
+from dpp.sets import RaggedSets, to_device
 from dpp.solvers.coordinate_ascent import vectorise_members
 from dpp.solvers.progress import say
 
@@ -384,7 +383,7 @@ def _placed(out: list, group: list[int], results: list) -> list:
 def _stack(trees: list):
     """The members' pytrees stacked leaf by leaf, on the host.
 
-    ``jnp.stack`` would compile a program per leaf shape; :func:`~dpp.padding.to_device` none.
+    ``jnp.stack`` would compile a program per leaf shape; :func:`~dpp.sets.to_device` none.
     """
     return jax.tree.map(
         lambda *xs: to_device(np.stack([np.asarray(x) for x in xs])) if eqx.is_array(xs[0])

@@ -17,9 +17,8 @@ import numpy as np
 from dpp.model.report import FitReport
 from dpp.networks.layers import AttentionMIL, EmbeddedDPP, Embedding
 from dpp.networks.training import Bucket, bucketize
-from dpp.padding import to_device
 from dpp.pooling import MEAN, Pooling
-from dpp.sets import RaggedSets
+from dpp.sets import RaggedSets, to_device
 
 
 @eqx.filter_jit
@@ -90,7 +89,7 @@ def embed(embedding: Embedding, vectors: np.ndarray, chunk: int = 4096) -> np.nd
     """``[T, H]`` embedded vectors (inference mode), a chunk at a time, on the host.
 
     Each chunk is padded with zero rows to a power of two (at least 256, at most ``chunk``) and
-    placed on the device as it is (:func:`~dpp.padding.to_device`), so that the training parts
+    placed on the device as it is (:func:`~dpp.sets.to_device`), so that the training parts
     of a selection's folds, of similar sizes, share one program (every row is embedded alone).
     """
     out = []

@@ -23,8 +23,7 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float
 
-from dpp.padding import to_device
-from dpp.sets import RaggedSets, bucket_size
+from dpp.sets import RaggedSets, bucket_size, to_device
 from dpp.solvers.minibatch import minibatch_steps
 
 
