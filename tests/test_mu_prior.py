@@ -96,3 +96,28 @@ def test_the_scale_is_checked_and_saved(tmp_path):
     loaded = dpp.load(model.save(tmp_path / "prior.npz"))
     assert loaded.mu_prior_scale == 0.5
     np.testing.assert_array_equal(loaded.predict_proba(X[:5]), model.predict_proba(X[:5]))
+
+
+@pytest.mark.extended  # a selection compiled (16 s): the default tier keeps to 5 minutes
+def test_a_selection_chooses_each_members_scale_among_its_candidates_as_its_l2():
+    X, y = _bags(4, n=36)
+    search = dpp.DPPClassifierCV(
+        dpp.DPPClassifier(n_prototypes=3, max_rounds=3),
+        l2s=(1e-2,),
+        pooling=("mean",),
+        embedding=None,
+        cv=2,
+        max_extensions=0,
+        mu_prior_scales=(None, 0.3),
+        verbose=False,
+    ).fit(X, y)
+    table = search.cv_results_
+    assert list(table["param_mu_prior_scale"]) == [None, 0.3]
+    best = int(np.argmax(table["mean_test_score"]))
+    assert search.best_params_["mu_prior_scale"] == table["param_mu_prior_scale"][best]
+    assert search.best_score_ == pytest.approx(table["mean_test_score"][best])
+    refit = search.estimator.__class__(**search.estimator.get_params())
+    refit.set_params(**search.best_params_).fit(X, y)
+    np.testing.assert_allclose(refit.predict_proba(X), search.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError, match="mu_prior_scales"):
+        dpp.DPPClassifierCV(mu_prior_scales=()).fit(X, y)

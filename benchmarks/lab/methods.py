@@ -12,7 +12,8 @@ Only what is alive is registered; the records of the methods removed stay readab
   alone (one pooling each); ``dpp_embedded_widened``: its embedded member alone, one seed;
 * ``dpp_mean_mu03``, ``dpp_mean_mu1``, ``dpp_mean_mu3``: ``dpp_mean`` with a Gaussian prior
   on the prototypes around their k-means start (``mu_prior_scale`` 0.3, 1, 3), issue 80's
-  screen;
+  screen; ``dpp_mean_mu_path``: the scale chosen by the selection among none, 0.3, 1 and 3
+  (``DPPClassifierCV(mu_prior_scales=...)``);
 * ``dpp_plain``: the paper's model alone, :class:`~dpp.DPPClassifier` with its defaults and no
   selection;
 * ``standard``: the same selection over the standard prototype (k-means codes);
@@ -154,6 +155,8 @@ METHODS: dict[str, Callable] = {
     "dpp_mean_mu03": _dpp_cv(["mean"], base_options={"mu_prior_scale": 0.3}),
     "dpp_mean_mu1": _dpp_cv(["mean"], base_options={"mu_prior_scale": 1.0}),
     "dpp_mean_mu3": _dpp_cv(["mean"], base_options={"mu_prior_scale": 3.0}),
+    # ... and the scale chosen on the selection's path, the paper's model (None) among them
+    "dpp_mean_mu_path": _dpp_cv(["mean"], mu_prior_scales=(None, 0.3, 1.0, 3.0)),
     "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_plain": lambda k, seed: ESTIMATORS["dpp"](n_prototypes=k, random_state=seed),
     "standard": lambda k, seed: DPPClassifierCV(

@@ -147,6 +147,11 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
             the bar always, and a closing line with the choice, its validation score, the
             class prior's and how many candidates' fold fits did not end clean; ``False``:
             silent. The fits' own ``verbose`` is the estimator's.
+        mu_prior_scales: for a :class:`DPPClassifier`, candidate ``mu_prior_scale`` values
+            (``None`` in the list: the paper's model, no prior on ``mu``) of its members on the
+            raw vectors, each member's chosen among its candidates as its ``l2`` and rounds
+            are (``best_params_["mu_prior_scale"]``); ``None`` (the default): the estimator's
+            own. Every value multiplies the raw members' fits.
 
     Warnings: a candidate's fold fit that does not end clean is a row of ``cv_results_``, not
     a warning (the search chose around it); the chosen candidates' are
@@ -219,6 +224,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         rule: str = "ensemble",
         n_jobs: int | None = None,
         verbose: bool | str = "auto",
+        mu_prior_scales=None,
     ):
         self.estimator = estimator
         self.l2s = l2s
@@ -234,6 +240,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         self.rule = rule
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.mu_prior_scales = mu_prior_scales
 
     def fit(self, X, y=None, sample_weight=None, groups=None):
         """Cross-validates every (``n_prototypes``, ``l2``) candidate, then refits the best.
@@ -431,7 +438,7 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
         Raises:
             ValueError: naming the parameter, the rule and the value.
         """
-        check_grids(self.l2s, self.n_prototypes, self.pooling, self.embedding)
+        check_grids(self.l2s, self.n_prototypes, self.pooling, self.embedding, self.mu_prior_scales)
         if self.n_jobs is not None and (
             isinstance(self.n_jobs, bool)
             or not isinstance(self.n_jobs, int | np.integer)
@@ -457,7 +464,9 @@ class DPPClassifierCV(SetClassifierMixin, ClassifierMixin, TransformerMixin, Bas
                 name=type(base).__name__
             ))  # fmt: skip
         grid = (self.n_prototypes, self.pooling, self.embedding, "auto")
-        candidates, own = candidate_groups(base, *grid, self.embedding_options)
+        candidates, own = candidate_groups(
+            base, *grid, self.embedding_options, mu_prior_scales=self.mu_prior_scales
+        )
         by_round = self.select_rounds and base.fold_fits == "rounds"
         if by_round and self.scoring != "log_likelihood":
             raise ValueError(

@@ -62,12 +62,13 @@ DEFAULT_VALIDATION_FRACTION = 0.2
 EMBEDDING_GRIDS = ("auto", "grid", "own")
 
 
-def check_grids(l2s, n_prototypes, pooling, embedding) -> None:
+def check_grids(l2s, n_prototypes, pooling, embedding, mu_prior_scales=None) -> None:
     """Checks :class:`DPPClassifierCV`'s candidate values before any fit.
 
     Raises:
         ValueError: an empty or negative ``l2s``, a ``K`` below 1, an empty or string list of
-            poolings or embeddings (but ``embedding="auto"``), an unknown pooling, bad widths.
+            poolings or embeddings (but ``embedding="auto"``), an unknown pooling, bad widths,
+            an empty ``mu_prior_scales`` or one that is neither ``None`` nor positive.
     """
     values = [float(v) for v in l2s]
     if not values or min(values) < 0:
@@ -86,6 +87,16 @@ def check_grids(l2s, n_prototypes, pooling, embedding) -> None:
     for e in () if auto else embedding or ():
         if e is not None:
             check.Widths()("embedding", e)
+    if mu_prior_scales is not None:
+        scales = [] if isinstance(mu_prior_scales, str) else list(mu_prior_scales)
+        rule = check.Optional(check.Real(low=0, low_open=True))
+        if not scales:
+            raise ValueError(
+                f"mu_prior_scales must be a non-empty list of scales (None: no prior) or None, "
+                f"got {mu_prior_scales!r}"
+            )
+        for scale in scales:
+            rule("mu_prior_scales", scale)
 
 
 def resolved_embeddings(base, embedding, embedding_grid: str) -> tuple:
@@ -243,7 +254,13 @@ def embedded_settings(base, options) -> dict:
 
 
 def candidate_groups(
-    base, n_prototypes, pooling, embedding, embedding_grid: str = "grid", options=None
+    base,
+    n_prototypes,
+    pooling,
+    embedding,
+    embedding_grid: str = "grid",
+    options=None,
+    mu_prior_scales=None,
 ) -> tuple[list[Group], dict[Group, float]]:
     """The candidate groups of :class:`DPPClassifierCV` over ``base``, and those not on a path.
 
@@ -264,6 +281,10 @@ def candidate_groups(
         options: ``embedding_options``, the other parameters of the members on an embedding
             over a paper's model (:func:`embedded_settings`; their ``K``, pooling and ``l2``
             only where ``embedding_grid="own"``, the grid's otherwise).
+        mu_prior_scales: the ``mu_prior_scale`` values of the groups on the raw vectors of a
+            :class:`~dpp.DPPClassifier` (``None``: ``base``'s own alone). Each is a group of
+            the same member (pooling), so a member's scale is chosen among its candidates as
+            its ``l2`` is.
 
     Returns:
         ``(groups, own)``: the distinct groups in order, and ``own``: group -> its one ``l2``.
@@ -296,6 +317,13 @@ def candidate_groups(
             group = Group(int(alone.n_prototypes), alone.pooling, widths, settings=extra)
             groups.append(group)
             own[group] = float(alone.l2)
+        elif widths is None and mu_prior_scales is not None and "mu_prior_scale" in params:
+            scales = [
+                (("mu_prior_scale", None if s is None else float(s)),) for s in mu_prior_scales
+            ]
+            groups += [
+                Group(int(k), p, None, settings=m) for p in poolings for m in scales for k in ks
+            ]
         else:
             groups += [Group(int(k), p, widths, settings=extra) for p in poolings for k in ks]
     return list(dict.fromkeys(groups)), own
@@ -1039,6 +1067,16 @@ def results_table(search: CandidateSearch, best: tuple, num_folds: int) -> tuple
         **(
             {"param_random_state": np.array([g.random_state for g, _ in candidates], object)}
             if any(g.random_state is not None for g, _ in candidates)
+            else {}
+        ),
+        # the prior on mu of each raw-vector candidate (DPPClassifierCV's mu_prior_scales)
+        **(
+            {
+                "param_mu_prior_scale": np.array(
+                    [dict(g.settings).get("mu_prior_scale") for g, _ in candidates], object
+                )
+            }
+            if any("mu_prior_scale" in dict(g.settings) for g, _ in candidates)
             else {}
         ),
         "mean_test_score": mean,
