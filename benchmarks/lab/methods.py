@@ -10,10 +10,10 @@ Only what is alive is registered; the records of the methods removed stay readab
   inner folds at the task's ``K``;
 * ``dpp_mean`` (the paper's pooling, eq. 2), ``dpp_max``, ``dpp_gem``: its raw-vector members
   alone (one pooling each); ``dpp_embedded_widened``: its embedded member alone, one seed;
-* ``dpp_mean_mu03``, ``dpp_mean_mu1``, ``dpp_mean_mu3``: ``dpp_mean`` with a Gaussian prior
-  on the prototypes around their k-means start (``mu_prior_scale`` 0.3, 1, 3), issue 80's
-  screen; ``dpp_mean_mu_path``: the scale chosen by the selection among none, 0.3, 1 and 3
-  (``DPPClassifierCV(mu_prior_scales=...)``);
+* ``dpp_mean_mu_path``: ``dpp_mean`` with a Gaussian prior on the prototypes around their
+  k-means start, its scale chosen by the selection among :data:`MU_PRIOR_SCALES`
+  (``DPPClassifierCV(mu_prior_scales=...)``), and ``<default>_mu_path`` the default with it in
+  each raw member (issue 80);
 * ``dpp_plain``: the paper's model alone, :class:`~dpp.DPPClassifier` with its defaults and no
   selection;
 * ``standard``: the same selection over the standard prototype (k-means codes);
@@ -137,6 +137,10 @@ def _embedded(pooling: str | None = None, **params):
     return make
 
 
+#: The prior's scales on the selection's path (issue 80): none, then 0.3, 1 and 3 spreads.
+MU_PRIOR_SCALES = (None, 0.3, 1.0, 3.0)
+
+
 #: Every method by name: ``(K, seed) -> unfitted estimator``: configured variants of the
 #: estimators of the one registry, :data:`dpp.estimators.ESTIMATORS` (which the model file and
 #: the Hydra config store read too).
@@ -147,16 +151,20 @@ METHODS: dict[str, Callable] = {
         embedding_seeds=3,
         embedding_options={"weight_average": 0.5, "widen_validation": True},
     ),
+    # ... and the default with that path in each raw member (mean, max and gem)
+    f"{DEFAULT}_mu_path": _dpp_cv(
+        rule="ensemble",
+        embedding=(None, EMBEDDING),
+        embedding_seeds=3,
+        embedding_options={"weight_average": 0.5, "widen_validation": True},
+        mu_prior_scales=MU_PRIOR_SCALES,
+    ),
     "dpp_mean": _dpp_cv(["mean"]),
     "dpp_max": _dpp_cv(["max"]),
     "dpp_gem": _dpp_cv(["gem"]),
-    # issue 80's screen: a Gaussian prior on mu around the k-means start, s.d. 0.3, 1 and 3
-    # of the data's spreads (mu_prior_scale)
-    "dpp_mean_mu03": _dpp_cv(["mean"], base_options={"mu_prior_scale": 0.3}),
-    "dpp_mean_mu1": _dpp_cv(["mean"], base_options={"mu_prior_scale": 1.0}),
-    "dpp_mean_mu3": _dpp_cv(["mean"], base_options={"mu_prior_scale": 3.0}),
-    # ... and the scale chosen on the selection's path, the paper's model (None) among them
-    "dpp_mean_mu_path": _dpp_cv(["mean"], mu_prior_scales=(None, 0.3, 1.0, 3.0)),
+    # issue 80: a Gaussian prior on mu around the k-means start, its scale chosen on the
+    # selection's path among none (the paper's model) and 0.3, 1, 3 of the data's spreads
+    "dpp_mean_mu_path": _dpp_cv(["mean"], mu_prior_scales=MU_PRIOR_SCALES),
     "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_plain": lambda k, seed: ESTIMATORS["dpp"](n_prototypes=k, random_state=seed),
     "standard": lambda k, seed: DPPClassifierCV(
