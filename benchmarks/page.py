@@ -192,6 +192,24 @@ SECTIONS = (
         "rounds_by_run": True,
     },
     {
+        "title": "Issue 80: the default with the prior's path in each raw member",
+        "folders": ("default_mu_path_broad", "ensemble_seeds_broad"),
+        "purpose": "Every task in the order run, draw 0 x 5 folds (2-core CPU, beside other "
+        "runs: seconds are proportions only): the default with the prior's scale chosen on "
+        "each raw member's path among none, 0.3, 1 and 3 spreads "
+        "(`dpp_ensemble_embedded_own_seeds_avg50_widened_mu_path`: `DPPClassifierCV("
+        "mu_prior_scales=(None, 0.3, 1, 3))`), against the default's own records of the same "
+        "units (`ensemble_seeds_broad`, draw 0). One draw of three: a screen of the decision.",
+        "methods": ("dpp_ensemble_embedded_own_seeds_avg50_widened_mu_path",
+                    "dpp_ensemble_embedded_own_seeds_avg50_widened"),
+        "units": {"draws": (0,)},
+        "pairs": [("dpp_ensemble_embedded_own_seeds_avg50_widened_mu_path",
+                   "dpp_ensemble_embedded_own_seeds_avg50_widened")],
+        "decision": None,
+        "rounds": ("dpp_ensemble_embedded_own_seeds_avg50_widened",
+                   "dpp_ensemble_embedded_own_seeds_avg50_widened_mu_path"),
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
