@@ -53,7 +53,10 @@ def test_without_a_prior_the_fit_objective_is_the_likelihoods_objective_to_the_b
     )
     settings = FitSettings(l2=0.1)
     assert fit_objective(params, sets, settings, params.mu + 1) == objective(params, sets, 0.1)
-    with_prior = fit_objective(params, sets, FitSettings(l2=0.1, mu_prior_scale=2.0), params.mu + 1)
+    prior = FitSettings(l2=0.1, mu_prior_scale=2.0)
+    with pytest.raises(ValueError, match="anchor"):
+        fit_objective(params, sets, prior)
+    with_prior = fit_objective(params, sets, prior, params.mu + 1)
     np.testing.assert_allclose(with_prior, objective(params, sets, 0.1) - 0.5 * 15 / 4.0, rtol=1e-6)
 
 

@@ -430,10 +430,15 @@ def fit_objective(params: Params, sets, settings: FitSettings, anchor=None) -> F
 
     Returns:
         Scalar ``L`` (nats); without a prior on ``mu``, :func:`dpp.likelihood.objective` itself.
+
+    Raises:
+        ValueError: a prior on ``mu`` without an ``anchor``.
     """
     value = objective(params, sets, settings.l2, settings.prior)
     if settings.mu_prior_scale is None:
         return value
+    if anchor is None:
+        raise ValueError("fit_objective: a prior on mu (mu_prior_scale) needs its anchor")
     return value + prototype_log_prior(params.mu, anchor, settings)
 
 
