@@ -122,3 +122,5 @@ def test_a_selection_chooses_each_members_scale_among_its_candidates_as_its_l2()
     np.testing.assert_allclose(refit.predict_proba(X), search.predict_proba(X), atol=1e-6)
     with pytest.raises(ValueError, match="mu_prior_scales"):
         dpp.DPPClassifierCV(mu_prior_scales=()).fit(X, y)
+    with pytest.raises(ValueError, match="StandardPrototypeClassifier has none"):
+        dpp.DPPClassifierCV(dpp.StandardPrototypeClassifier(), mu_prior_scales=(0.3,)).fit(X, y)

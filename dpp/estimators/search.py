@@ -290,7 +290,8 @@ def candidate_groups(
         ``(groups, own)``: the distinct groups in order, and ``own``: group -> its one ``l2``.
 
     Raises:
-        ValueError: an unknown pooling, bad widths, bad ``options``.
+        ValueError: an unknown pooling, bad widths, bad ``options``, ``mu_prior_scales`` for an
+            estimator without ``mu_prior_scale``.
     """
     options = embedded_settings(base, options)
     settings = tuple(
@@ -299,6 +300,11 @@ def candidate_groups(
     embedding, embedding_grid = resolved_embeddings(base, embedding, embedding_grid)
     ks = [base.n_prototypes] if n_prototypes is None else list(n_prototypes)
     params = base.get_params()
+    if mu_prior_scales is not None and "mu_prior_scale" not in params:
+        raise ValueError(
+            f"mu_prior_scales chooses a DPPClassifier's prior on mu; {type(base).__name__} has "
+            "none: leave mu_prior_scales=None"
+        )
     poolings = [None]
     if pooling is not None and "pooling" in params:
         poolings = [check.choice("pooling", p, POOLINGS) for p in pooling]
