@@ -48,11 +48,9 @@ class DPPClassifier(PrototypeClassifier):
             pooled validation curve caps the refit (``fit_report_.early_stopping.source``
             ``cross_validation``; :func:`dpp.selection.round_folds`); under 10 sets in all it
             is skipped (stopping by ``tol`` or ``max_rounds``). 0 turns it off. The default 0.2
-            keeps a plain fit out of saturated codes on data nobody tuned for: on the suite's
-            tasks with 20 or 40 training sets, 0 of 420 fits saturated against 92 of 420 by
-            ``tol`` alone, +2.6 ± 0.5 accuracy points and +0.12 nats per set, worse on no task
-            family (docs/benchmarks.md, "a plain fit on small data"); with the full training
-            sets, 0 of 30 against 16 of 30 (``python benchmarks/bench.py --probe defaults``).
+            keeps a plain fit out of saturated codes on data nobody tuned for, where rounds
+            run to ``tol`` overfit (the measurement: docs/defaults.md and the benchmark page's
+            "a plain fit on small data").
         patience: early stopping: rounds without a better validation log-likelihood.
         beta_scale: ``beta_0 = beta_scale / median squared distance to the nearest centre``.
         per_prototype_beta: one ``beta`` per prototype instead of one shared.
