@@ -130,3 +130,25 @@ def test_no_module_imports_in_a_circle():
             edges.add_edge(module, imported)
     circles = [c for c in nx.simple_cycles(edges) if len(c) > 1]
     assert not circles, circles[:3]
+
+
+def test_no_benchmark_statistic_stands_in_a_docstring_of_the_package():
+    """Issue 79: docstrings say what and why; a decision's statistics live on the benchmark
+    page (``docs/benchmarks.md``, generated from the records), never typed into ``dpp/``."""
+    import ast
+    import re
+    from pathlib import Path
+
+    statistic = re.compile(
+        r"[+-]\d+(\.\d+)? ?(±|\+-) ?\d+(\.\d+)? (accuracy )?points"
+        r"|\bp = 0\.\d+|\b\d+ of \d+ (fits|units)\b|points over \d+ units"
+    )
+    found = []
+    for path in sorted((Path(__file__).resolve().parents[1] / "dpp").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            doc = isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef) and (
+                ast.get_docstring(node)
+            )
+            if doc and statistic.search(doc):
+                found.append(f"{path.name}: {statistic.search(doc).group(0)}")
+    assert not found, found
