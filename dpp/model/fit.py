@@ -412,11 +412,11 @@ def _internal_start(train, centres, settings, start, beta_scale, per_prototype_b
     ``pooling``, or a warm ``start``'s parameters (its pooling too).
     """
     normalizer = Normalizer.fit(np.asarray(train.vectors))
-    train = normalizer.sets(train)
-    centres = normalizer.vectors(centres)
+    train, centres = normalizer.sets(train), normalizer.vectors(centres)
+    offset = normalizer.log_beta_offset()
     settings = dataclasses.replace(
         settings,
-        prior=settings.prior.in_internal_units(normalizer.log_beta_offset()),
+        prior=settings.prior.in_internal_units(offset),
         prototype_solver=settings.prototype_solver.prepare(train),
     )
     dtype = train.vectors.dtype
@@ -427,10 +427,10 @@ def _internal_start(train, centres, settings, start, beta_scale, per_prototype_b
             settings,
             Params(*_warm_start(start, normalizer, train, per_prototype_beta), start.pooling),
         )
-    mu0 = to_device(centres, dtype)  # on the host: no staging program per shape
     log_beta0 = init_log_beta(
         np.asarray(train.vectors), centres, beta_scale, per_prototype_beta, dtype=dtype
     )
+    mu0 = to_device(centres, dtype)  # on the host: no staging program per shape
     theta0 = to_device(np.zeros((centres.shape[0], train.num_classes)), dtype)
     return normalizer, train, settings, Params(mu0, log_beta0, theta0, pooling)
 
