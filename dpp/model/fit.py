@@ -223,9 +223,8 @@ def _fit_on_one_layout(
         result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
         early = _early_record(result, m, source="validation_sets")
         return result, early, skipped, padded
-    split = _hold_out(train, fraction, key)
+    split, folds = _stopping_split(train, fraction, key)
     skipped = split.skipped
-    folds = None if split.fit is not None else _round_folds(train, fraction, key)
     if folds is not None:  # too few sets to hold some out: every set held out once
         early = _rounds_by_folds(solve, params0, train, settings, key, folds, layout, cap)
         early = dataclasses.replace(early, validation_fraction=fraction)
@@ -259,6 +258,16 @@ def _two_weightings(sets: RaggedSets, fit_weights, validation_weights, layout):
         padded.with_weights(np.concatenate([fit_weights, pad])),
         padded.with_weights(np.concatenate([validation_weights, pad])),
     )
+
+
+def _stopping_split(train: RaggedSets, fraction: float, key):
+    """``(split, folds)``: early stopping's held-out split, or its folds on small data.
+
+    The split is :func:`_hold_out`'s; where it would hold out too few sets, the folds of
+    :func:`_round_folds` hold every set out once instead (``None`` otherwise).
+    """
+    split = _hold_out(train, fraction, key)
+    return split, None if split.fit is not None else _round_folds(train, fraction, key)
 
 
 def _hold_out(train: RaggedSets, fraction: float, key):
@@ -443,8 +452,7 @@ def _validation_fraction_cap(solve, params0, train, settings, key, fraction, pla
     ``early`` is the record of :func:`_early_stopping` and ``cap`` its best round (``None``
     without early stopping); ``skipped`` says why it was skipped (too few validation sets).
     """
-    split = _hold_out(train, fraction, key)
-    folds = None if split.fit is not None else _round_folds(train, fraction, key)
+    split, folds = _stopping_split(train, fraction, key)
     if folds is not None:  # too few sets to hold some out: every set held out once
         records = [
             _early_stopping(solve, params0, train, settings, key, HoldOut(fit, held, None), place)
