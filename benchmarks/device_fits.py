@@ -6,10 +6,14 @@ its default, the generalised mean with dropout 0.5; max pooling with dropout 0.5
 256-128-64): the first fit (compilation included) and a second fit on the same bags (compiled),
 with the test accuracy. ``--big-bags``: 100 witness bags of 1,000-2,000 vectors in 256-D (a
 held-out 25 % scored), ``DPPClassifier(n_prototypes=16)`` against ``AttentionMILClassifier()``,
-first and second fit and the accuracy of each. Every figure is printed with the device.
+first and second fit and the accuracy of each. ``--kmeans``: the k-means start of those big
+bags' training vectors (K = 16), scikit-learn's on the host (``dpp.init.kmeans_centres``)
+against the device's (``dpp.init.device_kmeans``), first and second run and the inertia of
+each. Every figure is printed with the device.
 
     python benchmarks/device_fits.py --digit-bags            # about 4 minutes on 2 CPU cores
     python benchmarks/device_fits.py --big-bags              # for an accelerator
+    python benchmarks/device_fits.py --kmeans                # about a minute on 2 CPU cores
 """
 
 import argparse
@@ -82,16 +86,39 @@ def big_bags(sets: int = 100) -> None:
     _time(lambda: dpp.AttentionMILClassifier(random_state=0), *data, "AttentionMILClassifier()")
 
 
+def kmeans(sets: int = 100) -> None:
+    from sklearn.metrics import pairwise_distances_argmin_min
+
+    from dpp.init import device_kmeans, kmeans_centres
+
+    dataset = make_witness(num_sets=sets, dim=256, min_size=1000, max_size=2000, seed=0)
+    vectors = np.asarray(dataset.sets.member_vectors())[: 3 * len(dataset.sets.vectors) // 4]
+    print(f"k-means start: {vectors.shape[0]} vectors in 256-D, K = 16", flush=True)
+    for name, run in (("scikit-learn KMeans (host, float64)", kmeans_centres),
+                      ("device_kmeans (device, float32)", device_kmeans)):  # fmt: skip
+        seconds = []
+        for seed in (0, 1):  # the first run compiles the device's program
+            t0 = time.perf_counter()
+            centres = run(vectors, 16, seed)
+            seconds.append(time.perf_counter() - t0)
+        inertia = float(np.sum(pairwise_distances_argmin_min(vectors, centres)[1] ** 2))
+        print(f"{name:<38} first {seconds[0]:6.2f} s  second {seconds[1]:6.2f} s  "
+              f"inertia {inertia:.6g}", flush=True)  # fmt: skip
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--digit-bags", action="store_true")
     parser.add_argument("--big-bags", action="store_true")
+    parser.add_argument("--kmeans", action="store_true")
     args = parser.parse_args(argv)
     print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()})", flush=True)
     if args.digit_bags:
         digit_bags()
     if args.big_bags:
         big_bags()
+    if args.kmeans:
+        kmeans()
     return 0
 
 

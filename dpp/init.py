@@ -21,6 +21,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
 from threadpoolctl import ThreadpoolController
 
+from dpp.sets import bucket_size
+
 #: k-means restarts and Lloyd iterations per restart: the one home of the defaults that every
 #: estimator's ``kmeans_n_init``/``kmeans_max_iter`` and the Hydra ``kmeans`` group take.
 KMEANS_N_INIT = 1
@@ -63,6 +65,113 @@ def kmeans_centres(
     km = KMeans(n_clusters=num_prototypes, n_init=n_init, max_iter=max_iter, random_state=seed)
     km.fit(vectors)
     return km.cluster_centers_
+
+
+def device_kmeans(
+    vectors,
+    num_prototypes: int,
+    seed: int,
+    n_init: int = KMEANS_N_INIT,
+    max_iter: int = KMEANS_MAX_ITER,
+    tol: float = 1e-4,
+) -> np.ndarray:
+    """K-means centres computed on the default JAX device (k-means++ seeding, then Lloyd).
+
+    The same algorithm as :func:`kmeans_centres` (Arthur & Vassilvitskii 2007's seeding, one
+    candidate a step; Lloyd's iterations until the centres move by at most ``tol`` times the
+    data's mean variance, or ``max_iter``), in float32 on the device that runs the fit, so the
+    vectors need not go through the host (issue 81). Its random draws are JAX's, not NumPy's:
+    the centres differ from scikit-learn's for the same ``seed``, as another k-means run's do.
+    The vectors are padded to :func:`dpp.sets.bucket_size` rows (masked out), so sizes in one
+    bucket share one compiled program; an empty cluster keeps its centre.
+
+    Args:
+        vectors: ``[T, D]`` training vectors (host or device array).
+        num_prototypes: ``K``.
+        seed: the random state of the seeding.
+        n_init: restarts (run together, ``vmap``); the lowest inertia is kept.
+        max_iter: Lloyd iterations per restart.
+        tol: the stopping rule's tolerance, relative to the data's mean variance.
+
+    Returns:
+        ``[K, D]`` float64 centres (host array).
+
+    Raises:
+        ValueError: fewer vectors than ``K``, or ``n_init`` or ``max_iter`` below 1.
+    """
+    t = int(np.shape(vectors)[0])
+    if t < num_prototypes:
+        raise ValueError(f"k-means needs at least K = {num_prototypes} training vectors, got {t}")
+    if n_init < 1 or max_iter < 1:
+        raise ValueError(f"n_init and max_iter must be >= 1, got {n_init} and {max_iter}")
+    rows = bucket_size(t)
+    x = (
+        jnp.zeros((rows, np.shape(vectors)[1]), jnp.float32)
+        .at[:t]
+        .set(jnp.asarray(vectors, jnp.float32))
+    )
+    keys = jax.random.split(jax.random.key(seed), n_init)
+    centres, inertia = _kmeans_restarts(
+        x, jnp.arange(rows) < t, keys, num_prototypes, max_iter, jnp.float32(tol)
+    )
+    return np.asarray(centres[jnp.argmin(inertia)], np.float64)
+
+
+def _squared_distances(x, centres):
+    """``[T, K]`` squared distances, ``||x||^2 - 2 x.c + ||c||^2`` clipped at 0."""
+    cross = x @ centres.T
+    return jnp.maximum(
+        jnp.sum(x * x, axis=1)[:, None] - 2.0 * cross + jnp.sum(centres * centres, axis=1)[None],
+        0.0,
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("num_prototypes", "max_iter"))
+def _kmeans_restarts(x, valid, keys, num_prototypes: int, max_iter: int, tol):
+    """``([R, K, D] centres, [R] inertia)`` of one k-means run per key (see device_kmeans)."""
+    weight = valid.astype(x.dtype)
+    count = jnp.sum(weight)
+    mean = jnp.sum(x * weight[:, None], axis=0) / count
+    variance = jnp.sum(weight[:, None] * (x - mean[None]) ** 2, axis=0) / count
+    threshold = tol * jnp.mean(variance)
+
+    def seeding(key):
+        def pick(key, d2):  # a row with probability d2 (uniform among valid rows if all 0)
+            some = jnp.sum(d2) > 0
+            logits = jnp.where(some, jnp.log(jnp.where(d2 > 0, d2, 1.0)), 0.0)
+            logits = jnp.where(valid & (~some | (d2 > 0)), logits, -jnp.inf)
+            return x[jax.random.categorical(key, logits)]
+
+        first, rest = jax.random.split(key)
+        c0 = pick(first, jnp.zeros(x.shape[0], x.dtype))
+        centres = jnp.zeros((num_prototypes, x.shape[1]), x.dtype).at[0].set(c0)
+        d2 = _squared_distances(x, c0[None])[:, 0] * weight
+
+        def step(k, carry):
+            centres, d2 = carry
+            c = pick(jax.random.fold_in(rest, k), d2)
+            return centres.at[k].set(c), jnp.minimum(d2, _squared_distances(x, c[None])[:, 0])
+
+        return jax.lax.fori_loop(1, num_prototypes, step, (centres, d2))[0]
+
+    def lloyd(centres):
+        def update(carry):
+            centres, _, it = carry
+            nearest = jnp.argmin(_squared_distances(x, centres), axis=1)
+            sums = jax.ops.segment_sum(x * weight[:, None], nearest, num_prototypes)
+            counts = jax.ops.segment_sum(weight, nearest, num_prototypes)
+            new = jnp.where(counts[:, None] > 0, sums / jnp.maximum(counts, 1.0)[:, None], centres)
+            return new, jnp.sum((new - centres) ** 2), it + 1
+
+        def going(carry):
+            return (carry[2] < max_iter) & (carry[1] > threshold)
+
+        start = (centres, jnp.array(jnp.inf, x.dtype), jnp.int32(0))
+        centres = jax.lax.while_loop(going, update, start)[0]
+        inertia = jnp.sum(weight * jnp.min(_squared_distances(x, centres), axis=1))
+        return centres, inertia
+
+    return jax.vmap(lambda key: lloyd(seeding(key)))(keys)
 
 
 def init_log_beta(

@@ -1,0 +1,47 @@
+"""Issue 81: k-means on the device (``dpp.init.device_kmeans``) against scikit-learn's."""
+
+import numpy as np
+import pytest
+
+from dpp.init import device_kmeans, kmeans_centres
+
+
+def _inertia(x, centres):
+    return float(((x[:, None] - centres[None]) ** 2).sum(-1).min(1).sum())
+
+
+def _blobs(offset=50.0, n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    means = np.array([[10, 10], [10, -10], [-10, 10], [-10, -10.0]]) + offset
+    return means, np.concatenate([m + 0.1 * rng.normal(size=(n, 2)) for m in means])
+
+
+def test_it_finds_separated_blobs_far_from_the_padding_rows_origin():
+    """The padding rows (zeros) are masked out: blobs far from the origin keep every centre."""
+    means, x = _blobs()
+    centres = device_kmeans(x, 4, seed=0, n_init=3)
+    assert centres.shape == (4, 2) and centres.dtype == np.float64
+    order = np.lexsort(centres.T)
+    np.testing.assert_allclose(centres[order], means[np.lexsort(means.T)], atol=0.05)
+
+
+def test_its_inertia_is_scikit_learns_on_data_nobody_tuned_for():
+    rng = np.random.default_rng(1)
+    x = rng.standard_t(3, size=(700, 6)) * np.array([1, 2, 5, 0.1, 1, 30]) + 1e3
+    ours = min(_inertia(x, device_kmeans(x, 8, seed=s)) for s in range(3))
+    theirs = min(_inertia(x, kmeans_centres(x, 8, seed=s)) for s in range(3))
+    assert ours <= 1.05 * theirs, (ours, theirs)
+
+
+def test_few_distinct_vectors_give_those_vectors_and_a_run_repeats():
+    x = np.repeat(np.array([[0.0, 1.0], [5.0, 5.0], [-3.0, 2.0]]), [5, 1, 7], axis=0)
+    centres = device_kmeans(x, 3, seed=4)
+    np.testing.assert_allclose(centres[np.lexsort(centres.T)], x[np.lexsort(x.T)][[0, 5, 12]])
+    np.testing.assert_array_equal(device_kmeans(x, 3, seed=4), centres)
+
+
+def test_bad_requests_name_the_problem():
+    with pytest.raises(ValueError, match="at least K = 5"):
+        device_kmeans(np.zeros((3, 2)), 5, seed=0)
+    with pytest.raises(ValueError, match="n_init and max_iter"):
+        device_kmeans(np.zeros((9, 2)), 2, seed=0, n_init=0)
