@@ -21,7 +21,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import pairwise_distances_argmin_min
 from threadpoolctl import ThreadpoolController
 
-from dpp.sets import bucket_size
+from dpp.sets import bucket_size, to_device
 
 #: k-means restarts and Lloyd iterations per restart: the one home of the defaults that every
 #: estimator's ``kmeans_n_init``/``kmeans_max_iter`` and the Hydra ``kmeans`` group take.
@@ -80,13 +80,14 @@ def device_kmeans(
     The same algorithm as :func:`kmeans_centres` (Arthur & Vassilvitskii 2007's seeding, one
     candidate a step; Lloyd's iterations until the centres move by at most ``tol`` times the
     data's mean variance, or ``max_iter``), in float32 on the device that runs the fit, so the
-    vectors need not go through the host (issue 81). Its random draws are JAX's, not NumPy's:
+    vectors and the restarts' distances stay off the host (issue 81). Its random draws are JAX's:
     the centres differ from scikit-learn's for the same ``seed``, as another k-means run's do.
-    The vectors are padded to :func:`dpp.sets.bucket_size` rows (masked out), so sizes in one
-    bucket share one compiled program; an empty cluster keeps its centre.
+    The vectors are padded on the host to :func:`dpp.sets.bucket_size` rows (masked out), so
+    sizes in one bucket share one compiled program; an empty cluster keeps its centre. Source:
+    section 4 of the paper (k-means initialisation); Lloyd (1982); Arthur & Vassilvitskii (2007).
 
     Args:
-        vectors: ``[T, D]`` training vectors (host or device array).
+        vectors: ``[T, D]`` training vectors (host array; float32 on the device).
         num_prototypes: ``K``.
         seed: the random state of the seeding.
         n_init: restarts (run together, ``vmap``); the lowest inertia is kept.
@@ -97,23 +98,25 @@ def device_kmeans(
         ``[K, D]`` float64 centres (host array).
 
     Raises:
-        ValueError: fewer vectors than ``K``, or ``n_init`` or ``max_iter`` below 1.
+        ValueError: fewer vectors than ``K``, ``n_init`` or ``max_iter`` below 1, or a NaN or
+            infinite vector.
     """
-    t = int(np.shape(vectors)[0])
+    vectors = np.asarray(vectors, np.float32)
+    t = vectors.shape[0]
     if t < num_prototypes:
         raise ValueError(f"k-means needs at least K = {num_prototypes} training vectors, got {t}")
     if n_init < 1 or max_iter < 1:
         raise ValueError(f"n_init and max_iter must be >= 1, got {n_init} and {max_iter}")
-    rows = bucket_size(t)
-    x = (
-        jnp.zeros((rows, np.shape(vectors)[1]), jnp.float32)
-        .at[:t]
-        .set(jnp.asarray(vectors, jnp.float32))
-    )
+    if not np.all(np.isfinite(vectors)):
+        raise ValueError("k-means needs finite training vectors: got NaN or infinite values")
+    rows = bucket_size(t)  # padded on the host: a new size in the bucket compiles nothing
+    padded = np.zeros((rows, vectors.shape[1]), np.float32)
+    padded[:t] = vectors
     keys = jax.random.split(jax.random.key(seed), n_init)
     centres, inertia = _kmeans_restarts(
-        x, jnp.arange(rows) < t, keys, num_prototypes, max_iter, jnp.float32(tol)
-    )
+        to_device(padded), to_device(np.arange(rows) < t), keys, num_prototypes, max_iter,
+        np.float32(tol),
+    )  # fmt: skip
     return np.asarray(centres[jnp.argmin(inertia)], np.float64)
 
 

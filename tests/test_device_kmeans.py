@@ -45,3 +45,16 @@ def test_bad_requests_name_the_problem():
         device_kmeans(np.zeros((3, 2)), 5, seed=0)
     with pytest.raises(ValueError, match="n_init and max_iter"):
         device_kmeans(np.zeros((9, 2)), 2, seed=0, n_init=0)
+    with pytest.raises(ValueError, match="finite"):
+        device_kmeans(np.array([[0.0, 1.0], [np.nan, 2.0], [3.0, 3.0]]), 2, seed=0)
+
+
+def test_sizes_in_one_bucket_share_one_program():
+    from dpp.experiment.compilation import CompileCounter
+
+    rng = np.random.default_rng(5)
+    device_kmeans(rng.normal(size=(1000, 4)), 3, seed=0)
+    with CompileCounter() as counter:
+        device_kmeans(rng.normal(size=(1001, 4)), 3, seed=0)
+        device_kmeans(rng.normal(size=(1003, 4)), 3, seed=1)
+    assert counter.compiles == 0, counter.names
