@@ -538,11 +538,12 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
     """Issue 52: a run records every method's estimator parameters, defaults included; a resume
     refuses a method whose parameters changed since (a default of ``DPPClassifierCV()`` under
     ``dpp``), so that one folder never mixes two models under one name. A run recorded before
-    is continued, and a line says its parameters were not checked."""
+    is continued, and a line says its parameters were not checked; a parameter added since,
+    at its neutral value, is the same model."""
     import json
 
     import lab
-    from lab.methods import method_parameters
+    from lab.methods import method_parameters, same_parameters
 
     from dpp.errors import ConfigError
 
@@ -562,6 +563,13 @@ def test_a_suite_resume_refuses_a_method_whose_parameters_changed(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"other parameters of \['pooling'\]"):
         lab.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True)
+    # a parameter added since at its neutral value is the same model; at another, it is not
+    params_cv = method_parameters("standard")
+    assert params_cv["mu_prior_scales"] is None
+    before = {k: v for k, v in params_cv.items() if k != "mu_prior_scales"}
+    assert same_parameters(before, params_cv)
+    assert not same_parameters(before, {**params_cv, "mu_prior_scales": [1.0]})
+    assert not same_parameters({**before, "Cs": [1.0]}, params_cv)
     (tmp_path / "suite.json").write_text(json.dumps(header))  # recorded before
     lines = []
     run = lab.run_suite(tmp_path, ["witness_d10_r10"], 2, 0, ["pooling"], True, lines.append)

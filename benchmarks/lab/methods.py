@@ -241,6 +241,31 @@ def _parameters(value):
     return repr(value)
 
 
+#: Parameters added to the estimators after runs began recording ``method_parameters``, each
+#: with the value that fits the model as before it existed (``scripts/same_bits.py`` held the
+#: fits to the bit): a recorded run lacking one is the same model while it holds that value.
+ADDED_PARAMETERS = {"mu_prior_scale": None, "mu_prior_scales": None}  # issue 80
+
+
+def same_parameters(before, now) -> bool:
+    """Whether ``now`` (:func:`method_parameters`) fits the model recorded as ``before``.
+
+    Equal, except that a key of :data:`ADDED_PARAMETERS` missing from ``before`` may stand in
+    ``now`` at its neutral value, at any depth.
+    """
+    if isinstance(before, dict) and isinstance(now, dict):
+        added = {
+            k for k in now.keys() - before.keys()
+            if k in ADDED_PARAMETERS and now[k] == ADDED_PARAMETERS[k]
+        }  # fmt: skip
+        if before.keys() != now.keys() - added:
+            return False
+        return all(same_parameters(before[k], now[k]) for k in before)
+    if isinstance(before, list) and isinstance(now, list):
+        return len(before) == len(now) and all(map(same_parameters, before, now))
+    return before == now
+
+
 def method_parameters(name: str) -> dict:
     """What method ``name`` fits: its estimator's class and parameters, every default included.
 

@@ -19,6 +19,7 @@ from lab.methods import (
     METHODS,
     make_method,
     method_parameters,
+    same_parameters,
     selection_record,
 )
 from lab.report import evidence_figure, selection_note, suite_figure, summary_table
@@ -247,7 +248,9 @@ def _previous(path: Path, header: dict, resume: bool, log=print) -> dict | None:
 
     ``header["tasks"]`` then lists the earlier run's tasks first. A run recorded before the
     methods' parameters were (``method_parameters``) is continued with a line saying that
-    they could not be checked.
+    they could not be checked; one recorded before a parameter of
+    :data:`~lab.methods.ADDED_PARAMETERS` existed is the same model while that parameter
+    holds its neutral value (:func:`~lab.methods.same_parameters`).
 
     Raises:
         ConfigError: a run there without ``resume``, an older format, or other ``folds``,
@@ -272,7 +275,8 @@ def _previous(path: Path, header: dict, resume: bool, log=print) -> dict | None:
     if before is None:
         log(f"{path} does not record its methods' parameters (an older run): not checked")
     else:
-        changed = [m for m in header["methods"] if before.get(m) != header["method_parameters"][m]]
+        now = header["method_parameters"]
+        changed = [m for m in header["methods"] if not same_parameters(before.get(m), now[m])]
         if changed:
             raise ConfigError(
                 f"{path} was run with other parameters of {changed} (a default changed since?): "
