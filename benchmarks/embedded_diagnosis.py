@@ -1,7 +1,7 @@
 """Why the embedded DPP stops learning: an embedded fit and an attention-MIL fit, epoch by epoch.
 
 Both are traced on the same digit bags (draw 0 of a suite task, its training bags) from the
-same split, start and keys as their ``fit`` (:func:`dpp.estimators.diagnosis.trace_training`),
+same split, start and keys as their ``fit`` (:func:`lab.diagnosis.trace_training`),
 for a fixed number of epochs without early stopping: training and held-out log-likelihood per
 set, gradient norms per parameter, and for the embedded DPP ``beta``, the embedded vectors'
 scale, the squared distance to the nearest prototype, the share of one-hot codes and the dead
@@ -30,9 +30,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from lab import EMBEDDED_K, EMBEDDING, TASKS  # noqa: E402
+from lab.diagnosis import trace_training  # noqa: E402
 
 import dpp  # noqa: E402
-from dpp.estimators.diagnosis import trace_training  # noqa: E402
 
 
 def _params(pairs: list[str]) -> dict:

@@ -7,12 +7,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from lab import diagnosis as diagnostics
+from lab.diagnosis import trace_training
 
 import dpp
 from dpp.datasets.suite import make_witness
 from dpp.estimators.adam import plan_member
-from dpp.estimators.diagnosis import trace_training
-from dpp.networks import diagnostics, readout, training
+from dpp.networks import readout, training
 
 SMALL = {"embedding": (16, 8), "max_epochs": 12, "patience": 3, "batch_size": 4}
 #: One weight decay (the default tries two and keeps one: a trace follows one member).

@@ -135,7 +135,7 @@ def plan_member(member: Member) -> MemberPlan:
     """Splits, lays out and starts one member (the same for it alone or in a batch).
 
     What :func:`train_with_early_stopping`, :func:`train_together` and
-    :func:`dpp.estimators.diagnosis.trace_training` start from.
+    ``benchmarks/lab/diagnosis.py`` start from.
     """
     sets, settings, fraction, seed = member.sets, member.settings, member.fraction, member.seed
     init_key, train_key = _member_keys(jax.random.key(seed))
@@ -514,7 +514,7 @@ class AdamTrained:
         """Checks the parameters and inputs, fits the preprocessing: the fit's :class:`Member`.
 
         What ``fit`` trains, :func:`fit_together` batches and
-        :func:`dpp.estimators.diagnosis.trace_training` steps epoch by epoch.
+        ``benchmarks/lab/diagnosis.py`` steps epoch by epoch.
 
         Args:
             X: ``N`` training sets (as ``fit`` takes them).

@@ -10,7 +10,6 @@ MI-Net). Their estimators live in :mod:`dpp.estimators.embedded` and
   compiled program, many fits batched;
 * :mod:`~dpp.networks.readout`: what a trained network says of sets (probabilities, codes,
   per-vector evidence), and the embedded DPP as a fitted model;
-* :mod:`~dpp.networks.diagnostics`: the same epochs one at a time, with what they show.
 """
 
 import importlib as _importlib

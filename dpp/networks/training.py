@@ -272,7 +272,7 @@ def run_epoch(params, static, opt_state, key, buckets, settings: TrainSettings, 
 
     Returns:
         ``(params, opt_state, key)`` after the epoch (what :func:`train` loops over, and what
-        :mod:`dpp.networks.diagnostics` steps one epoch at a time).
+        ``benchmarks/lab/diagnosis.py`` steps one epoch at a time).
     """
 
     def loss(params, batch: Bucket, key):

@@ -1,10 +1,12 @@
-r"""What an Adam-trained set model looks like epoch by epoch: the numbers behind early stopping.
+r"""An Adam-trained set model epoch by epoch: why its fit stops improving (a laboratory tool).
 
 The networks and the embedded DPP train in one compiled ``lax.while_loop``
 (:func:`dpp.networks.training.train`), which keeps only the held-out log-likelihood per epoch.
-To see *why* a fit stops improving, :class:`EpochStepper` runs the same epochs
-(:func:`dpp.networks.training.run_epoch`, the same optimizer and the same keys) one at a time,
-and :func:`network_state` reads off, between epochs:
+:func:`trace_training` runs an estimator's monitored fit (:class:`~dpp.EmbeddedDPPClassifier`,
+:class:`~dpp.AttentionMILClassifier`, :class:`~dpp.DeepSetsClassifier`) from the same split,
+start and keys as its ``fit``, one epoch at a time (:class:`EpochStepper`, the same
+:func:`~dpp.networks.training.run_epoch`, optimizer and keys), and records
+:func:`network_state` after each:
 
 * the weighted mean log-likelihood per set (nats) of the training and held-out sets;
 * the gradient norm of the training loss per parameter (each layer's weight and bias, ``mu``,
@@ -17,11 +19,16 @@ and :func:`network_state` reads off, between epochs:
   exponent that decides whether its code is one-hot), the share of one-hot codes (largest
   code above ``ONE_HOT``: saturation), and the prototypes that are nobody's nearest (dead).
 
-Nothing here changes a fit; the model at epoch ``t`` is bit for bit :func:`~dpp.baselines.
-training.train`'s after ``t`` epochs without early stopping.
+With a moving average of the parameters (``weight_average``, the embedded DPP's default), the
+state recorded is the averaged network's, the one the fit scores and keeps. Nothing here
+changes a fit: the model at epoch ``t`` is bit for bit :func:`~dpp.networks.training.train`'s
+after ``t`` epochs without early stopping. ``python benchmarks/embedded_diagnosis.py`` prints
+and plots it.
 """
 
 from __future__ import annotations
+
+import time
 
 import equinox as eqx
 import jax
@@ -30,6 +37,7 @@ import numpy as np
 import optax
 
 from dpp.encoding import LOG_BETA_MAX
+from dpp.estimators.adam import plan_member
 from dpp.networks import layers, readout, training
 
 #: A code whose largest entry exceeds this is counted one-hot (saturated).
@@ -201,3 +209,60 @@ def network_state(model: eqx.Module, buckets, validation) -> dict:
     if isinstance(model, layers.EmbeddedDPP):
         out.update(embedded_geometry(model, real_rows(buckets)))
     return out
+
+
+def trace_training(
+    estimator, X, y=None, epochs: int | None = None, verbose: bool = False, weight_decay=None
+):
+    """The monitored fit of ``estimator`` on ``(X, y)``, recorded after every epoch.
+
+    The same held-out split (``validation_fraction``), start and PRNG keys as
+    ``estimator.fit(X, y)``'s monitored fit; it runs ``epochs`` epochs whatever the held-out
+    log-likelihood does (no early stopping), so what happens after the best epoch is seen.
+
+    Args:
+        estimator: an unfitted estimator trained by Adam epochs (with ``training_member``).
+        X: training sets (as ``fit`` takes them).
+        y: their labels.
+        epochs: epochs to run (default: the estimator's ``max_epochs``).
+        verbose: print one line per epoch.
+        weight_decay: which of the estimator's candidate weight decays to trace
+            (``decay_candidates()``; ``None``: its only one).
+
+    Returns:
+        A list of ``epochs + 1`` dicts (epoch 0: the start), each
+        :func:`~dpp.networks.network_state` with ``epoch`` and ``seconds``
+        (wall time since the start, compilation included).
+
+    Raises:
+        ValueError: an estimator not trained by Adam epochs, too few sets to hold out (early
+            stopping skipped: there is no held-out part to record), or several candidate
+            weight decays and none named.
+    """
+    if not hasattr(estimator, "training_member"):
+        raise ValueError(f"{type(estimator).__name__} is not trained by Adam epochs")
+    member = estimator.training_member(X, y, weight_decay=weight_decay)
+    plan = plan_member(member)
+    if not plan.monitored:
+        raise ValueError(f"no held-out sets to trace: {plan.skipped}")
+    epochs = member.settings.max_epochs if epochs is None else int(epochs)
+    stepper = EpochStepper(plan.start, plan.buckets, plan.train_key, member.settings)
+    t0 = time.perf_counter()
+    trace = []
+    for epoch in range(epochs + 1):  # epochs of training: each one compiled program's call
+        if epoch:
+            stepper.step()
+        state = network_state(stepper.model, plan.buckets, plan.validation)
+        state.update(epoch=epoch, seconds=time.perf_counter() - t0)
+        trace.append(state)
+        if verbose:
+            extra = "" if "one_hot" not in state else (
+                f" beta {state['beta']:.3g} one-hot {state['one_hot']:.2f}"
+                f" rms {state['embedding_rms']:.3g}"
+            )  # fmt: skip
+            print(
+                f"epoch {epoch:3d}: train {state['train_ll']:.4f} "
+                f"held-out {state['validation_ll']:.4f}{extra}",
+                flush=True,
+            )
+    return trace
