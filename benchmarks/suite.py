@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--train-sets", type=int, default=None, metavar="N",
-        help="fit on N of each fold's training sets at most (default: all)",
+        help="at most N training sets a fold (default: all)",
     )  # fmt: skip
     parser.add_argument(
         "--out", type=Path, nargs="+", default=[Path("outputs/suite")],
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     parser.add_argument("--decide", nargs="+", metavar="RULE", help="rules against dpp_mean")
     parser.add_argument(
         "--peers", nargs="+", metavar="METHOD",
-        help="the first method against the best of the others, per task",
+        help="the first against the best of the rest",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.compare:
