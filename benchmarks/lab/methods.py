@@ -14,6 +14,9 @@ Only what is alive is registered; the records of the methods removed stay readab
   k-means start, its scale chosen by the selection among :data:`MU_PRIOR_SCALES`
   (``DPPClassifierCV(mu_prior_scales=...)``), and ``<default>_mu_path`` the default with it in
   each raw member (issue 80);
+* ``dpp_raw`` and ``dpp_raw_mu_path``: the raw-vector members together, as
+  ``DPPClassifierCV(**RAW_VECTORS)`` fits them (the paper's model as a user selects it), without
+  and with that path;
 * ``dpp_plain``: the paper's model alone, :class:`~dpp.DPPClassifier` with its defaults and no
   selection;
 * ``standard``: the same selection over the standard prototype (k-means codes);
@@ -165,6 +168,10 @@ METHODS: dict[str, Callable] = {
     # issue 80: a Gaussian prior on mu around the k-means start, its scale chosen on the
     # selection's path among none (the paper's model) and 0.3, 1, 3 of the data's spreads
     "dpp_mean_mu_path": _dpp_cv(["mean"], mu_prior_scales=MU_PRIOR_SCALES),
+    # the paper's model as a user selects it, DPPClassifierCV(**RAW_VECTORS): the three
+    # poolings' members averaged, without and with that path (issue 80's second target)
+    "dpp_raw": _dpp_cv(),
+    "dpp_raw_mu_path": _dpp_cv(mu_prior_scales=MU_PRIOR_SCALES),
     "dpp_embedded_widened": _embedded(weight_average=0.5, widen_validation=True),
     "dpp_plain": lambda k, seed: ESTIMATORS["dpp"](n_prototypes=k, random_state=seed),
     "standard": lambda k, seed: DPPClassifierCV(
