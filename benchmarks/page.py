@@ -213,6 +213,23 @@ SECTIONS = (
                    "dpp_ensemble_embedded_own_seeds_avg50_widened_mu_path"),
     },
     {
+        "title": "Issue 80: the paper's model as a user selects it, with the prior's path",
+        "folders": ("raw_mu_path_broad", "mu_prior_path_broad"),
+        "purpose": "Every task in the order run, draw 0 x 5 folds (2-core CPU at the lowest "
+        "priority beside other runs: seconds are proportions only): `DPPClassifierCV("
+        "**RAW_VECTORS)`, the three poolings' members averaged (`dpp_raw`), against the same "
+        "with the prior's scale chosen on each member's path among none, 0.3, 1 and 3 spreads "
+        "(`dpp_raw_mu_path`), and both against the standard prototype with the same "
+        "selection on the same units (`standard`, from `mu_prior_path_broad`). The run is "
+        "resumable and may hold part of the tasks (its status and fits are listed); a "
+        "comparison pairs only the units both methods finished. One draw of three: a screen.",
+        "methods": ("dpp_raw", "dpp_raw_mu_path", "standard"),
+        "pairs": [("dpp_raw_mu_path", "dpp_raw"), ("dpp_raw_mu_path", "standard"),
+                  ("dpp_raw", "standard")],
+        "decision": None,
+        "rounds": ("dpp_raw", "dpp_raw_mu_path"),
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "

@@ -55,13 +55,6 @@ logger = logging.getLogger(__name__)
 #: The held-out share with which a candidate on an embedding stops early within a fold.
 DEFAULT_VALIDATION_FRACTION = 0.2
 
-#: What an embedding candidate of :class:`DPPClassifierCV` is crossed with: the grid's ``K``,
-#: poolings and ``l2`` path, or one candidate with the embedded estimator's own settings;
-#: ``auto`` (what the search uses): ``own`` for an embedding added to the paper's model,
-#: ``grid`` where the tuned estimator is itself an :class:`~dpp.EmbeddedDPPClassifier`.
-EMBEDDING_GRIDS = ("auto", "grid", "own")
-
-
 def check_grids(l2s, n_prototypes, pooling, embedding, mu_prior_scales=None) -> None:
     """Checks :class:`DPPClassifierCV`'s candidate values before any fit.
 
