@@ -373,3 +373,26 @@ def round_folds(
     if fraction <= 0 or n < MIN_VALIDATION_SETS or np.ceil(fraction * n) >= MIN_VALIDATION_SETS:
         return None
     return cv_folds(labels, int(np.clip(round(1 / fraction), 2, 10)), seed)
+
+
+def stopping_split(
+    labels: np.ndarray, fraction: float, seed: Callable[[int], int], otherwise: str
+) -> tuple[HoldOut, list[tuple[np.ndarray, np.ndarray]] | None]:
+    """``(split, folds)``: how a prototype fit stops early, a held-out share or folds.
+
+    The share of :func:`hold_out`; where it would hold out too few sets, every set held out
+    once in the folds of :func:`round_folds` (``None`` otherwise, and without early stopping).
+
+    Args:
+        labels: ``[N, C]`` (soft) labels of the training sets.
+        fraction: early stopping's share; 0 turns it off.
+        seed: ``seed(0)`` the split's random state, ``seed(1)`` the folds'; each is called
+            only where it is used.
+        otherwise: what the fit does where early stopping is skipped (:func:`hold_out`).
+    """
+    if fraction <= 0:
+        return HoldOut(None, None, None), None
+    split = hold_out(labels, fraction, seed(0), otherwise)
+    if split.fit is not None:
+        return split, None
+    return split, round_folds(labels, fraction, seed(1))

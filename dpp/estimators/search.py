@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 #: The held-out share with which a candidate on an embedding stops early within a fold.
 DEFAULT_VALIDATION_FRACTION = 0.2
 
+
 def check_grids(l2s, n_prototypes, pooling, embedding, mu_prior_scales=None) -> None:
     """Checks :class:`DPPClassifierCV`'s candidate values before any fit.
 

@@ -23,7 +23,7 @@ from dpp.likelihood import Params
 from dpp.model.fitted import FittedModel, finish_fit
 from dpp.model.report import EarlyStopping
 from dpp.pooling import as_choice, make_pooling
-from dpp.selection import HoldOut, hold_out, round_folds
+from dpp.selection import HoldOut, stopping_split
 from dpp.sets import Layout, RaggedSets, to_device
 from dpp.sharding import device_mesh, shard_sets
 from dpp.solvers.coordinate_ascent import (
@@ -263,30 +263,16 @@ def _two_weightings(sets: RaggedSets, fit_weights, validation_weights, layout):
 def _stopping_split(train: RaggedSets, fraction: float, key):
     """``(split, folds)``: early stopping's held-out split, or its folds on small data.
 
-    The split is :func:`_hold_out`'s; where it would hold out too few sets, the folds of
-    :func:`_round_folds` hold every set out once instead (``None`` otherwise).
+    :func:`dpp.selection.stopping_split`, its seeds drawn from ``key`` (the split's) and from
+    ``fold_in(key, 1)`` (the folds'), each only where it is used. A skip is said by the fit
+    (:func:`fit`: with ``verbose``, where a progress line goes).
     """
-    split = _hold_out(train, fraction, key)
-    return split, None if split.fit is not None else _round_folds(train, fraction, key)
 
+    def seed(stream: int) -> int:
+        k = key if stream == 0 else jax.random.fold_in(key, stream)
+        return int(jax.random.randint(k, (), 0, 2**31 - 1))
 
-def _hold_out(train: RaggedSets, fraction: float, key):
-    """Early stopping's split of ``train`` (:func:`dpp.selection.hold_out`), seeded by ``key``.
-
-    A skip is said by the fit (:func:`fit`: with ``verbose``, where a progress line goes).
-    """
-    if fraction <= 0:  # off: no seed drawn (a refit's path, every fold of a selection)
-        return hold_out(np.asarray(train.labels), fraction, 0, "stopping by tol")
-    seed = int(jax.random.randint(key, (), 0, 2**31 - 1))
-    return hold_out(np.asarray(train.labels), fraction, seed, "stopping by tol")
-
-
-def _round_folds(train: RaggedSets, fraction: float, key):
-    """The folds of :func:`_rounds_by_folds` (:func:`dpp.selection.round_folds`), or ``None``."""
-    if fraction <= 0:
-        return None
-    seed = int(jax.random.randint(jax.random.fold_in(key, 1), (), 0, 2**31 - 1))
-    return round_folds(np.asarray(train.labels), fraction, seed)
+    return stopping_split(np.asarray(train.labels), fraction, seed, "stopping by tol")
 
 
 def _rounds_by_folds(solve, params0, train, settings, key, folds, layout, cap) -> EarlyStopping:
