@@ -51,9 +51,8 @@ SECTIONS = (
         "priority beside other work: seconds are proportions only): the default "
         "(`DPPClassifierCV()`, recorded as `dpp_ensemble_embedded_own_seeds_avg50_widened`) "
         "against the standard prototype, the pooled logistic regression and the three "
-        "selected networks on the same folds. The second run is resumable and may hold part "
-        "of MUSK2's folds (its status and fits are listed); a comparison pairs only the folds "
-        "both methods finished. The other four sets are registered (`python "
+        "selected networks on the same folds (the second run was resumed across sessions, "
+        "on 2-core machines of two kinds). The other four sets are registered (`python "
         "benchmarks/suite.py --tasks mil_protein ...`) and not yet run; published figures "
         "(Ilse et al. 2018; Wang et al. 2018) follow another protocol and are not tabled. The "
         "last table counts the default's raw-vector members that chose round 0 (issue 80).",
