@@ -231,7 +231,7 @@ def trace_training(
 
     Returns:
         A list of ``epochs + 1`` dicts (epoch 0: the start), each
-        :func:`~dpp.networks.network_state` with ``epoch`` and ``seconds``
+        :func:`network_state` with ``epoch`` and ``seconds``
         (wall time since the start, compilation included).
 
     Raises:
