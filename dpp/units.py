@@ -54,11 +54,12 @@ class Normalizer:
         Raises:
             ValueError: for an empty or non-finite input, or a spread that overflows.
         """
-        x = np.asarray(vectors, dtype=np.float64)
+        x = np.array(vectors, dtype=np.float64)  # a private copy, worked on in place
         if x.ndim != 2 or x.shape[0] == 0:
             raise ValueError(f"Normalizer.fit needs a non-empty [T, D] array, got {x.shape}")
         shift = x.mean(axis=0)
-        scale = float(np.sqrt(np.mean(np.square(x - shift))))
+        # x - shift, squared, in place: the same values as np.square(x - shift), one array
+        scale = float(np.sqrt(np.mean(np.square(np.subtract(x, shift, out=x), out=x))))
         if not np.all(np.isfinite(shift)) or not np.isfinite(scale):
             raise ValueError("feature values too large to normalise (the spread overflows float64)")
         return cls(shift=shift, scale=scale if scale > 0 else 1.0)
@@ -70,15 +71,15 @@ class Normalizer:
 
     def vectors(self, x: np.ndarray) -> np.ndarray:
         """``[U, D]`` vectors (or centres) in internal units, float64."""
-        x = np.asarray(x, dtype=np.float64)
+        x = np.array(x, dtype=np.float64)  # a private copy, mapped in place (the same values)
         if self.shift is None:
-            return x / self.scale
+            return np.divide(x, self.scale, out=x)
         if x.shape[-1] != self.shift.shape[0]:
             raise ValueError(
                 f"vectors have D = {x.shape[-1]} but the model was fitted on D = "
                 f"{self.shift.shape[0]}"
             )
-        return (x - self.shift) / self.scale
+        return np.divide(np.subtract(x, self.shift, out=x), self.scale, out=x)
 
     def inverse_vectors(self, x: np.ndarray) -> np.ndarray:
         """``[K, D]`` internal-unit centres back in the units of the features, float64."""
@@ -123,7 +124,9 @@ class Affine:
         x = np.asarray(vectors, np.float64)
         if not standardize and not pca_components:
             return None
-        steps = [StandardScaler()] if standardize else []
+        # alone, the scaler is only fitted: it reads the vectors and never writes them, so it
+        # needs no copy of [T, D] (before a PCA the pipeline transforms them: a copy then)
+        steps = [StandardScaler(copy=bool(pca_components))] if standardize else []
         if pca_components:
             if pca_components > x.shape[1]:
                 raise ValueError(f"pca_components = {pca_components} exceeds D = {x.shape[1]}")
@@ -182,7 +185,13 @@ class Affine:
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``[U, D']`` preprocessed vectors, float64."""
-        return (np.asarray(x, np.float64) - self.shift) @ self.matrix
+        x = np.array(x, np.float64)  # a private copy, shifted and scaled in place
+        np.subtract(x, self.shift, out=x)
+        m = self.matrix
+        if m.shape[0] == m.shape[1] and not np.count_nonzero(m - np.diag(np.diag(m))):
+            # standardisation: x @ diag(d) is x * d, each value exactly (the other terms are 0)
+            return np.multiply(x, np.diag(m), out=x)
+        return x @ m
 
     def inverse(self, x: np.ndarray) -> np.ndarray:
         """Back to the input units (the least-squares inverse; exact without PCA)."""

@@ -21,7 +21,7 @@ from dpp import params as check
 from dpp.errors import ModelFileError, NonFiniteResultError, recording_statuses, warn_caller
 from dpp.estimators.inputs import labelled_sets, per_set, prediction_sets
 from dpp.estimators.saving import check_shapes, write_model_file
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, KMEANS_SOLVER, KMEANS_SOLVERS, kmeans_centres
 from dpp.model import FitReport, FittedModel
 from dpp.pooling import MEAN, make_pooling
 from dpp.pooling import REGISTRY as POOLING_REGISTRY
@@ -49,6 +49,7 @@ EXPERIMENT_PARAMS = (
     "optimizer_options",
     "kmeans_n_init",
     "kmeans_max_iter",
+    "kmeans_solver",
     "random_state",
     "verbose",
     "devices",
@@ -191,6 +192,7 @@ SHARED_PARAMETERS: dict[str, object] = {
     "optimizer_options": None,
     "kmeans_n_init": KMEANS_N_INIT,
     "kmeans_max_iter": KMEANS_MAX_ITER,
+    "kmeans_solver": KMEANS_SOLVER,
     "random_state": 0,
     "verbose": False,
 }
@@ -298,6 +300,7 @@ class PrototypeClassifier(
         "pca_components": check.Optional(check.Int(1)),
         "kmeans_n_init": check.Int(1),
         "kmeans_max_iter": check.Int(1),
+        "kmeans_solver": check.Choice(KMEANS_SOLVERS),
         "random_state": check.Optional(check.Int(0)),
         "warm_start": check.Bool(),
         "verbose": check.Bool(),
@@ -396,7 +399,12 @@ class PrototypeClassifier(
         if previous is not None:
             return previous.prototypes
         return kmeans_centres(
-            np.asarray(sets.vectors), k, seed, self.kmeans_n_init, self.kmeans_max_iter
+            np.asarray(sets.vectors),
+            k,
+            seed,
+            self.kmeans_n_init,
+            self.kmeans_max_iter,
+            self.kmeans_solver,
         )
 
     def _warm_model(self, sets: RaggedSets) -> FittedModel | None:

@@ -12,7 +12,7 @@ from dpp.baselines.class_prior import fit_class_prior
 from dpp.baselines.infoloss import InfoLossSettings, fit_infoloss
 from dpp.baselines.standard import fit_standard, hard_code_model
 from dpp.estimators.base import PrototypeClassifier
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, KMEANS_SOLVER
 from dpp.model import FittedModel
 from dpp.sets import RaggedSets
 from dpp.solvers import options as solver_options
@@ -48,6 +48,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         optimizer_options: dict | None = None,
         kmeans_n_init: int = KMEANS_N_INIT,
         kmeans_max_iter: int = KMEANS_MAX_ITER,
+        kmeans_solver: str = KMEANS_SOLVER,
         random_state: int | None = 0,
         verbose: bool = False,
     ):
@@ -62,6 +63,7 @@ class StandardPrototypeClassifier(PrototypeClassifier):
         self.optimizer_options = optimizer_options
         self.kmeans_n_init = kmeans_n_init
         self.kmeans_max_iter = kmeans_max_iter
+        self.kmeans_solver = kmeans_solver
         self.random_state = random_state
         self.verbose = verbose
 
@@ -133,6 +135,7 @@ class InfoLossClassifier(PrototypeClassifier):
         optimizer_options: dict | None = None,
         kmeans_n_init: int = KMEANS_N_INIT,
         kmeans_max_iter: int = KMEANS_MAX_ITER,
+        kmeans_solver: str = KMEANS_SOLVER,
         random_state: int | None = 0,
         verbose: bool = False,
     ):
@@ -152,6 +155,7 @@ class InfoLossClassifier(PrototypeClassifier):
         self.optimizer_options = optimizer_options
         self.kmeans_n_init = kmeans_n_init
         self.kmeans_max_iter = kmeans_max_iter
+        self.kmeans_solver = kmeans_solver
         self.random_state = random_state
         self.verbose = verbose
 

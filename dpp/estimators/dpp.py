@@ -9,7 +9,7 @@ import numpy as np
 
 from dpp import params as check
 from dpp.estimators.base import PrototypeClassifier
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, KMEANS_SOLVER
 from dpp.likelihood import BetaPrior
 from dpp.model import FittedModel, fit_dpp
 from dpp.model.fit import FIT_RULES
@@ -103,6 +103,9 @@ class DPPClassifier(PrototypeClassifier):
         optimizer_options: overrides of that optimizer's default options (dict).
         kmeans_n_init: k-means restarts.
         kmeans_max_iter: Lloyd iterations per restart.
+        kmeans_solver: which k-means starts the prototypes: ``auto`` (the default: JAX's on
+            the device for large problems, scikit-learn's otherwise), ``scikit-learn`` or ``jax``
+            (:data:`dpp.init.KMEANS_SOLVERS`).
         random_state: seed of k-means, of the early-stopping split and of mini-batch order
             (``None``: a fresh one).
         verbose: log ``L`` and ``beta`` after every round.
@@ -144,6 +147,7 @@ class DPPClassifier(PrototypeClassifier):
         optimizer_options: dict | None = None,
         kmeans_n_init: int = KMEANS_N_INIT,
         kmeans_max_iter: int = KMEANS_MAX_ITER,
+        kmeans_solver: str = KMEANS_SOLVER,
         random_state: int | None = 0,
         verbose: bool = False,
     ):
@@ -173,6 +177,7 @@ class DPPClassifier(PrototypeClassifier):
         self.optimizer_options = optimizer_options
         self.kmeans_n_init = kmeans_n_init
         self.kmeans_max_iter = kmeans_max_iter
+        self.kmeans_solver = kmeans_solver
         self.random_state = random_state
         self.verbose = verbose
 

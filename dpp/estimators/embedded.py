@@ -33,7 +33,13 @@ from dpp.estimators.adam import (
 )
 from dpp.estimators.base import PrototypeClassifier
 from dpp.estimators.saving import write_model_file
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, init_log_beta, kmeans_centres
+from dpp.init import (
+    KMEANS_MAX_ITER,
+    KMEANS_N_INIT,
+    KMEANS_SOLVER,
+    init_log_beta,
+    kmeans_centres,
+)
 from dpp.model.report import FitReport, PrototypeFacts
 from dpp.networks import layers, readout, training
 from dpp.pooling import POOLINGS, exponent, make_pooling
@@ -51,7 +57,8 @@ WIDTHS = (256, 128, 64)
 #: The parameters a prototype estimator shares with this one, with the same meaning.
 _SHARED_MEANING = (
     "n_prototypes", "l2", "pooling", "validation_fraction", "beta_scale", "standardize",
-    "pca_components", "preprocess", "kmeans_n_init", "kmeans_max_iter", "random_state", "verbose",
+    "pca_components", "preprocess", "kmeans_n_init", "kmeans_max_iter", "kmeans_solver",
+    "random_state", "verbose",
 )  # fmt: skip
 
 
@@ -123,6 +130,9 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         preprocess: a prefit :class:`~dpp.units.Affine` used instead of fitting the two above.
         kmeans_n_init: k-means restarts of the start's prototypes.
         kmeans_max_iter: Lloyd iterations per restart.
+        kmeans_solver: which k-means starts the prototypes: ``auto`` (the default: JAX's on
+            the device for large problems, scikit-learn's otherwise), ``scikit-learn`` or ``jax``
+            (:data:`dpp.init.KMEANS_SOLVERS`).
         random_state: seed of the split, the start, the order of the sets and dropout
             (``None``: a fresh one).
         verbose: a progress line after the early-stopping fit and after the refit (best epoch,
@@ -170,6 +180,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         preprocess=None,
         kmeans_n_init: int = KMEANS_N_INIT,
         kmeans_max_iter: int = KMEANS_MAX_ITER,
+        kmeans_solver: str = KMEANS_SOLVER,
         random_state: int | None = 0,
         verbose: bool = False,
         theta_options: dict | None = None,
@@ -194,6 +205,7 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
         self.preprocess = preprocess
         self.kmeans_n_init = kmeans_n_init
         self.kmeans_max_iter = kmeans_max_iter
+        self.kmeans_solver = kmeans_solver
         self.random_state = random_state
         self.verbose = verbose
         self.theta_options = theta_options
@@ -276,7 +288,14 @@ class EmbeddedDPPClassifier(AdamTrained, PrototypeClassifier):
                 raise ValueError(
                     f"n_prototypes = {k} exceeds the {embedded.shape[0]} training vectors"
                 )
-            centres = kmeans_centres(embedded, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
+            centres = kmeans_centres(
+                embedded,
+                k,
+                seed,
+                self.kmeans_n_init,
+                self.kmeans_max_iter,
+                self.kmeans_solver,
+            )
             log_beta = float(init_log_beta(embedded, centres, float(self.beta_scale)))
         return readout.initial_embedded_dpp(
             embedding, centres, log_beta, num_classes, make_pooling(self.pooling),

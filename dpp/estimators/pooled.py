@@ -33,7 +33,7 @@ from dpp.errors import warn_caller
 from dpp.estimators.base import SCORINGS, PreprocessedFit, SetClassifierMixin
 from dpp.estimators.inputs import per_set, prediction_sets
 from dpp.estimators.saving import check_shapes, write_model_file
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, KMEANS_SOLVER, KMEANS_SOLVERS, kmeans_centres
 from dpp.metrics import weighted_score
 from dpp.model import CSelection, FitReport, FittedModel
 from dpp.selection import EDGES, MAX_EXTENSIONS, choose_on_path, cv_splits, edge_message
@@ -383,6 +383,9 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         init: ``"k-means"`` or ``[K, D]`` centres (in the units after ``standardize``).
         kmeans_n_init: k-means restarts.
         kmeans_max_iter: Lloyd iterations per restart.
+        kmeans_solver: which k-means starts the prototypes: ``auto`` (the default: JAX's on
+            the device for large problems, scikit-learn's otherwise), ``scikit-learn`` or ``jax``
+            (:data:`dpp.init.KMEANS_SOLVERS`).
 
     ``Cs``, ``cv``, ``scoring``, ``max_extensions``, ``max_iter`` and ``random_state`` are as
     :class:`PoolingClassifier`'s (``random_state`` seeds k-means too).
@@ -402,6 +405,7 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         init="k-means",
         kmeans_n_init: int = KMEANS_N_INIT,
         kmeans_max_iter: int = KMEANS_MAX_ITER,
+        kmeans_solver: str = KMEANS_SOLVER,
         Cs=DEFAULT_CS,
         cv=5,
         scoring: str = "log_likelihood",
@@ -415,6 +419,7 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         self.init = init
         self.kmeans_n_init = kmeans_n_init
         self.kmeans_max_iter = kmeans_max_iter
+        self.kmeans_solver = kmeans_solver
         self.Cs = Cs
         self.cv = cv
         self.scoring = scoring
@@ -428,6 +433,7 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         "standardize": check.Bool(),
         "kmeans_n_init": check.Int(1),
         "kmeans_max_iter": check.Int(1),
+        "kmeans_solver": check.Choice(KMEANS_SOLVERS),
     }
 
     def _fit_preprocess(self, sets: RaggedSets) -> Affine | None:
@@ -439,7 +445,14 @@ class BagOfWordsClassifier(PooledLogisticClassifier):
         k = int(self.n_prototypes)
         if isinstance(self.init, str) and self.init == "k-means":
             vectors = np.asarray(sets.vectors, np.float64)
-            centres = kmeans_centres(vectors, k, seed, self.kmeans_n_init, self.kmeans_max_iter)
+            centres = kmeans_centres(
+                vectors,
+                k,
+                seed,
+                self.kmeans_n_init,
+                self.kmeans_max_iter,
+                self.kmeans_solver,
+            )
         else:
             centres = np.asarray(self.init, np.float64)
             if centres.shape != (k, sets.dim):

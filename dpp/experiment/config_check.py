@@ -252,6 +252,7 @@ def _selection(cfg: DictConfig) -> None:
     """``kmeans`` and ``l2_selection``."""
     by_rule(cfg, "kmeans.n_init", _RULES["kmeans_n_init"])
     by_rule(cfg, "kmeans.max_iter", _RULES["kmeans_max_iter"])
+    by_rule(cfg, "kmeans.solver", _RULES["kmeans_solver"])
     choice(cfg, "l2_selection.kind", L2_SELECTION_KINDS)
     grid = _get(cfg, "l2_selection.grid")
     if not isinstance(grid, ListConfig | list) or not grid:

@@ -43,7 +43,11 @@ def model_node(cls) -> dict:
 def kmeans_node() -> dict:
     """The root ``kmeans`` config: the estimators' k-means defaults."""
     defaults = estimator_defaults(DPPClassifier)
-    return {"n_init": defaults["kmeans_n_init"], "max_iter": defaults["kmeans_max_iter"]}
+    return {
+        "n_init": defaults["kmeans_n_init"],
+        "max_iter": defaults["kmeans_max_iter"],
+        "solver": defaults["kmeans_solver"],
+    }
 
 
 def check_defaults() -> None:

@@ -25,7 +25,7 @@ from dpp.estimators import DPPClassifierCV, PrototypeClassifier, StandardPrototy
 from dpp.experiment.compilation import CompileCounter
 from dpp.experiment.settings import TrialSettings
 from dpp.experiment.splits import block_ids, split_indices
-from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, kmeans_centres
+from dpp.init import KMEANS_MAX_ITER, KMEANS_N_INIT, KMEANS_SOLVER, kmeans_centres
 from dpp.metrics import evaluate
 from dpp.model import FittedModel
 from dpp.selection import holdout_split
@@ -53,11 +53,12 @@ def _kmeans_cache(train: RaggedSets, seed: int, estimator: PrototypeClassifier):
     params = estimator.get_params(deep=False)  # the class prior's have no k-means settings
     n_init = params.get("kmeans_n_init", KMEANS_N_INIT)
     max_iter = params.get("kmeans_max_iter", KMEANS_MAX_ITER)
+    solver = params.get("kmeans_solver", KMEANS_SOLVER)
 
     def centres(k: int) -> tuple[np.ndarray, float]:
         if k not in cache:
             t0 = time.perf_counter()
-            c = kmeans_centres(np.asarray(train.vectors), k, seed, n_init, max_iter)
+            c = kmeans_centres(np.asarray(train.vectors), k, seed, n_init, max_iter, solver)
             cache[k] = (c, time.perf_counter() - t0)
         return cache[k]
 

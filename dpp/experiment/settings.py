@@ -58,6 +58,7 @@ def make_estimator(method_cfg: DictConfig, cfg: DictConfig):
         "optimizer_options": optimizer,
         "kmeans_n_init": int(cfg.kmeans.n_init),
         "kmeans_max_iter": int(cfg.kmeans.max_iter),
+        "kmeans_solver": str(cfg.kmeans.solver),
         "verbose": bool(cfg.verbose),
         "devices": cfg.devices,
         # the dataset's preprocessing; a trial fits it once and hands it over as ``preprocess``

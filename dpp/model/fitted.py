@@ -72,7 +72,7 @@ def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, 
     u = vectors.shape[0]
     padded = np.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
     padded[:u] = vectors  # on the host: an eager pad would compile once per size
-    codes = _max_codes(to_device(padded), mu, log_beta)
+    codes = _max_codes(to_device(padded, fresh=True), mu, log_beta)
     return float(np.mean(np.asarray(codes)[:u] > SATURATED_CODE))
 
 
