@@ -9,17 +9,25 @@ held-out 25 % scored), ``DPPClassifier(n_prototypes=16)`` against ``AttentionMIL
 first and second fit and the accuracy of each. ``--kmeans``: the k-means start of those big
 bags' training vectors (K = 16), scikit-learn's on the host (``dpp.init.kmeans_centres``)
 against the device's (``dpp.init.device_kmeans``), first and second run and the inertia of
-each. Every figure is printed with the device.
+each. ``--host-share``: where a compiled ``DPPClassifier(n_prototypes=16)`` fit on those 100
+big bags goes (the second fit under ``cProfile``): its seconds, the seconds spent waiting on
+compiled programs (``block_until_ready``, and every read of a ``jax.Array``, made to block
+first), the k-means start's, and
+the host's (the rest) with their share, for each ``kmeans_solver`` (``scikit-learn``, the
+path before issue 81, and ``auto``, which runs JAX's k-means at this size), in one run.
+Every figure is printed with the device.
 
     python benchmarks/device_fits.py --digit-bags            # about 4 minutes on 2 CPU cores
     python benchmarks/device_fits.py --big-bags              # for an accelerator
     python benchmarks/device_fits.py --kmeans                # about a minute on 2 CPU cores
+    python benchmarks/device_fits.py --host-share            # about 3 minutes on 2 CPU cores
 """
 
 import argparse
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -106,11 +114,88 @@ def kmeans(sets: int = 100) -> None:
               f"inertia {inertia:.6g}", flush=True)  # fmt: skip
 
 
+#: What a fit waits on compiled programs in: reading a device array, blocking on one.
+_WAITS = ("_value", "block_until_ready", "try_to_block")
+
+
+def _waiting_reads():
+    """``np.asarray``/``np.array`` that block on a ``jax.Array`` first, so a profile shows the wait.
+
+    NumPy reads a device array through the buffer protocol, inside its own C function, where
+    ``cProfile`` cannot tell the wait from the copy; blocking first puts the wait under
+    ``block_until_ready``.
+    """
+    import contextlib
+
+    @contextlib.contextmanager
+    def patched():
+        originals = np.asarray, np.array
+
+        def blocking(original):
+            def read(a, *args, **kwargs):
+                if isinstance(a, jax.Array):
+                    jax.block_until_ready(a)
+                return original(a, *args, **kwargs)
+
+            return read
+
+        np.asarray, np.array = (blocking(f) for f in originals)
+        try:
+            yield
+        finally:
+            np.asarray, np.array = originals
+
+    return patched()
+
+
+def host_share(sets: int = 100, solvers=("scikit-learn", "auto")) -> None:
+    import cProfile
+    import inspect
+    import pstats
+
+    dataset = make_witness(num_sets=sets, dim=256, min_size=1000, max_size=2000, seed=0)
+    index = np.arange(sets)
+    X, y, _, _ = _split(dataset, index[index % 4 != 3], index[index % 4 == 3])
+    print(f"host share: {len(X)} training bags, {sum(len(x) for x in X)} vectors in 256-D, "
+          "DPPClassifier(n_prototypes=16), the second fit profiled", flush=True)  # fmt: skip
+    takes_solver = "kmeans_solver" in inspect.signature(dpp.DPPClassifier).parameters
+    for solver in solvers if takes_solver else (None,):
+        options = {} if solver is None else {"kmeans_solver": solver}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dpp.DPPClassifier(n_prototypes=16, **options).fit(X, y)  # compiles
+            profile = cProfile.Profile()
+            with _waiting_reads():
+                t0 = time.perf_counter()
+                profile.enable()
+                est = dpp.DPPClassifier(n_prototypes=16, **options).fit(X, y)
+                profile.disable()
+                total = time.perf_counter() - t0
+        stats = pstats.Stats(profile).stats
+        waiting = sum(v[2] for (_, _, name), v in stats.items() if name in _WAITS)
+        kmeans = sum(v[3] for (_, _, name), v in stats.items() if name == "kmeans_centres")
+        host = total - waiting
+        report = est.fit_report_
+        print(
+            f"kmeans_solver={solver or 'today'}: fit {total:6.1f} s, waiting on compiled "
+            f"programs {waiting:6.1f} s, k-means start {kmeans:5.1f} s (waits included), "
+            f"host {host:5.1f} s = {100 * host / total:4.1f} % of the fit  "
+            f"({report.status}, {report.rounds} rounds)",
+            flush=True,
+        )
+        top = sorted(
+            ((v[2], f"{Path(file).name}:{line}({name})") for (file, line, name), v in stats.items()
+             if name not in _WAITS), reverse=True,
+        )[:6]  # fmt: skip
+        print("    host's largest: " + ", ".join(f"{w} {t:.2f} s" for t, w in top), flush=True)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--digit-bags", action="store_true")
     parser.add_argument("--big-bags", action="store_true")
     parser.add_argument("--kmeans", action="store_true")
+    parser.add_argument("--host-share", action="store_true")
     args = parser.parse_args(argv)
     print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()})", flush=True)
     if args.digit_bags:
@@ -119,6 +204,8 @@ def main(argv=None) -> int:
         big_bags()
     if args.kmeans:
         kmeans()
+    if args.host_share:
+        host_share()
     return 0
 
 
