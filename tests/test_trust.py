@@ -193,6 +193,24 @@ def test_normalizer_is_an_exact_reparameterisation(x64):
     np.testing.assert_allclose(norm.inverse_vectors(norm.vectors(mu)), mu, rtol=1e-12)
 
 
+def test_fit_sets_is_fit_then_sets_to_the_bit():
+    """The one-copy path of a fit gives the map and the mapped vectors of the two-step one."""
+    rng = np.random.default_rng(2)
+    for scale, offset in ((1.0, 0.0), (1e-3, 5e4), (300.0, -7.0)):
+        sets = RaggedSets.from_list(
+            [rng.standard_t(3, size=(m, 4)) * scale + offset for m in (3, 9, 1, 30)],
+            one_hot([0, 1, 1, 0], 2),
+        )
+        two_step = Normalizer.fit(np.asarray(sets.vectors))
+        norm, mapped = Normalizer.fit_sets(sets)
+        np.testing.assert_array_equal(norm.shift, two_step.shift)
+        assert norm.scale == two_step.scale
+        expected = np.asarray(two_step.sets(sets).vectors)
+        np.testing.assert_array_equal(np.asarray(mapped.vectors), expected)
+    constant = RaggedSets.from_list([np.ones((3, 2)), np.ones((2, 2))], one_hot([0, 1], 2))
+    assert Normalizer.fit_sets(constant)[0].scale == 1.0
+
+
 # ------------------------------------------------------------------ observation 4: honest stops
 def _demo_trial(trial: int):
     data = make_synthetic(100, 1, 20, seed=0)

@@ -406,8 +406,8 @@ def _internal_start(train, centres, settings, start, beta_scale, per_prototype_b
     the starting parameters: the centres, the ``beta`` heuristic, ``Theta = 0`` and
     ``pooling``, or a warm ``start``'s parameters (its pooling too).
     """
-    normalizer = Normalizer.fit(np.asarray(train.vectors))
-    train, centres = normalizer.sets(train), normalizer.vectors(centres)
+    normalizer, train = Normalizer.fit_sets(train)
+    centres = normalizer.vectors(centres)
     offset = normalizer.log_beta_offset()
     settings = dataclasses.replace(
         settings,
