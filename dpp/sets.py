@@ -552,6 +552,7 @@ class RaggedSets:
                 own = int(set_ids[row])
                 where += f" (row {int(np.sum(set_ids[:row] == own))} of set {own})"
             raise ValueError(f"vectors contain NaN or inf, first at {where}")
+        _check_range(vectors, dtype)
         if labels is not None:
             _check_labels(labels)
         if weights is None:
@@ -784,6 +785,25 @@ class RaggedSets:
             vectors=self.vectors.astype(dtype),
             labels=None if self.labels is None else self.labels.astype(dtype),
             weights=self.weights.astype(dtype),
+        )
+
+
+def _check_range(vectors: np.ndarray, dtype) -> None:
+    """Finite vectors that ``dtype`` holds: a value beyond its range would become inf there.
+
+    Raises:
+        ValueError: naming the largest magnitude, the dtype's limit and a remedy.
+    """
+    target = np.dtype(dtype)
+    if not np.issubdtype(target, np.floating) or vectors.size == 0:
+        return
+    if np.issubdtype(vectors.dtype, np.floating) and vectors.dtype.itemsize <= target.itemsize:
+        return
+    largest = max(abs(float(vectors.max())), abs(float(vectors.min())))
+    if largest > np.finfo(target).max:
+        raise ValueError(
+            f"vectors hold values up to {largest:.3g} in magnitude, beyond {target}'s range "
+            f"({np.finfo(target).max:.3g}): they would become inf; rescale the features"
         )
 
 

@@ -29,6 +29,10 @@ def test_from_list_builds_sorted_flat_layout(rng):
         ),
         (lambda r: ([np.array([[0.0, np.nan]]), np.ones((1, 2))], _labels(2)), "NaN or inf"),
         (lambda r: ([np.array([[np.inf, 0.0]])], _labels(1)), "NaN or inf"),
+        (  # finite in float64, inf in float32: named as a range, not as NaN or inf
+            lambda r: ([np.array([[1e300, 0.0]]), np.ones((1, 2))], _labels(2)),
+            "up to 1e.300 in magnitude, beyond float32.s range",
+        ),
         (  # issue 56: the row within its set, not among all sets joined
             lambda r: (
                 [np.ones((5, 2))] * 3 + [np.array([[0, 0], [1, 1], [np.nan, 0]])],
