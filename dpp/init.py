@@ -125,9 +125,10 @@ def device_kmeans(
 
     The same algorithm as :func:`kmeans_centres` (Arthur & Vassilvitskii 2007's seeding, one
     candidate a step; Lloyd's iterations until the centres move by at most ``tol`` times the
-    data's mean variance, or ``max_iter``), in float32 on the device that runs the fit, so the
-    vectors and the restarts' distances stay off the host. Its random draws are JAX's:
-    the centres differ from scikit-learn's for the same ``seed``, as another k-means run's do.
+    data's mean variance, no vector changes cluster, or ``max_iter``: scikit-learn's rules),
+    in float32 on the device that runs the fit, so the vectors and the restarts' distances
+    stay off the host. Its random draws are JAX's: the centres differ from scikit-learn's for
+    the same ``seed``, as another k-means run's do.
     The vectors are padded on the host to :func:`dpp.sets.bucket_size` rows (masked out), so
     sizes in one bucket share one compiled program; an empty cluster keeps its centre. Source:
     section 4 of the paper (k-means initialisation); Lloyd (1982); Arthur & Vassilvitskii (2007).
