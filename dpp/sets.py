@@ -800,10 +800,11 @@ def _check_range(vectors: np.ndarray, dtype) -> None:
     if np.issubdtype(vectors.dtype, np.floating) and vectors.dtype.itemsize <= target.itemsize:
         return
     largest = max(abs(float(vectors.max())), abs(float(vectors.min())))
-    if largest > np.finfo(target).max:
+    limit = float(np.finfo(target).max)  # a Python float: no cast of the largest to target
+    if largest > limit:
         raise ValueError(
             f"vectors hold values up to {largest:.3g} in magnitude, beyond {target}'s range "
-            f"({np.finfo(target).max:.3g}): they would become inf; rescale the features"
+            f"({limit:.3g}): they would become inf; rescale the features"
         )
 
 
