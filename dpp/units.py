@@ -205,7 +205,8 @@ class Affine:
         x = np.array(x, np.float64)  # a private copy, shifted and scaled in place
         np.subtract(x, self.shift, out=x)
         m = self.matrix
-        if m.shape[0] == m.shape[1] and not np.count_nonzero(m - np.diag(np.diag(m))):
+        # diagonal: every nonzero entry on the diagonal (counted in place: no [D, D] temporary)
+        if m.shape[0] == m.shape[1] and np.count_nonzero(m) == np.count_nonzero(np.diagonal(m)):
             # standardisation: x @ diag(d) is x * d, each value exactly (the other terms are 0)
             return np.multiply(x, np.diag(m), out=x)
         return x @ m

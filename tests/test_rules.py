@@ -51,6 +51,7 @@ def test_the_config_check_reads_the_same_tables():
         "model.patience=0": "model.patience must be a positive integer, got 0",
         "optimizer.memory_size=0": "optimizer.memory_size must be a positive integer, got 0",
         "optimizer=adam optimizer.batch_size=0": "optimizer.batch_size must be a positive",
+        "kmeans.solver=gpu": "kmeans.solver must be one of",
     }
     for overrides, message in cases.items():
         with pytest.raises(ConfigError, match=message):

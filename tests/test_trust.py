@@ -23,7 +23,7 @@ from dpp.model.fitted import SATURATED_FRACTION
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.coordinate_ascent import FitSettings, prototype_step, theta_step
 from dpp.solvers.lbfgs import LBFGSSettings
-from dpp.units import Normalizer
+from dpp.units import Affine, Normalizer
 
 #: The CLI's solver defaults (configs/optimizer/lbfgs_optax.yaml, configs/model/dpp.yaml).
 CLI = dict(max_rounds=30, tol=1e-5, theta_solver=LBFGSSettings(max_iter=500))
@@ -205,10 +205,24 @@ def test_fit_sets_is_fit_then_sets_to_the_bit():
         norm, mapped = Normalizer.fit_sets(sets)
         np.testing.assert_array_equal(norm.shift, two_step.shift)
         assert norm.scale == two_step.scale
+        x = np.asarray(sets.vectors, np.float64)  # the plain formula, temporaries and all
+        np.testing.assert_array_equal(norm.shift, x.mean(axis=0))
+        assert norm.scale == float(np.sqrt(np.mean(np.square(x - x.mean(axis=0)))))
         expected = np.asarray(two_step.sets(sets).vectors)
         np.testing.assert_array_equal(np.asarray(mapped.vectors), expected)
     constant = RaggedSets.from_list([np.ones((3, 2)), np.ones((2, 2))], one_hot([0, 1], 2))
     assert Normalizer.fit_sets(constant)[0].scale == 1.0
+
+
+def test_the_affine_map_is_its_matrix_product_to_the_bit():
+    """Standardisation takes ``x * d`` for ``x @ diag(d)``: the same values; PCA the product."""
+    rng = np.random.default_rng(4)
+    x = (rng.standard_t(3, size=(500, 12)) * rng.uniform(1e-3, 1e3, 12) - 40).astype(np.float32)
+    for standardize, pca in ((True, None), (True, 4), (False, 3)):
+        affine = Affine.fit(x, standardize, pca)
+        np.testing.assert_array_equal(
+            affine(x), (np.asarray(x, np.float64) - affine.shift) @ affine.matrix
+        )
 
 
 # ------------------------------------------------------------------ observation 4: honest stops
