@@ -13,8 +13,9 @@ each. ``--host-share``: where a compiled ``DPPClassifier(n_prototypes=16)`` fit 
 big bags goes (the second fit under ``cProfile``): its seconds, the seconds spent waiting on
 compiled programs (``block_until_ready``, and every read of a ``jax.Array``, made to block
 first), the k-means start's, and
-the host's (the rest) with their share, for each ``kmeans_solver`` (``scikit-learn``, the
-path before issue 81, and ``auto``, which runs JAX's k-means at this size), in one run.
+the host's (the rest) with their share, for each ``kmeans_solver`` (``scikit-learn``, and
+``auto``, which runs JAX's k-means at this size; ``today`` for a checkout without the
+parameter, whose start is scikit-learn's), in one run.
 Every figure is printed with the device.
 
     python benchmarks/device_fits.py --digit-bags            # about 4 minutes on 2 CPU cores
@@ -24,6 +25,7 @@ Every figure is printed with the device.
 """
 
 import argparse
+import contextlib
 import sys
 import time
 import warnings
@@ -118,6 +120,7 @@ def kmeans(sets: int = 100) -> None:
 _WAITS = ("_value", "block_until_ready", "try_to_block")
 
 
+@contextlib.contextmanager
 def _waiting_reads():
     """``np.asarray``/``np.array`` that block on a ``jax.Array`` first, so a profile shows the wait.
 
@@ -125,27 +128,21 @@ def _waiting_reads():
     ``cProfile`` cannot tell the wait from the copy; blocking first puts the wait under
     ``block_until_ready``.
     """
-    import contextlib
+    originals = np.asarray, np.array
 
-    @contextlib.contextmanager
-    def patched():
-        originals = np.asarray, np.array
+    def blocking(original):
+        def read(a, *args, **kwargs):
+            if isinstance(a, jax.Array):
+                jax.block_until_ready(a)
+            return original(a, *args, **kwargs)
 
-        def blocking(original):
-            def read(a, *args, **kwargs):
-                if isinstance(a, jax.Array):
-                    jax.block_until_ready(a)
-                return original(a, *args, **kwargs)
+        return read
 
-            return read
-
-        np.asarray, np.array = (blocking(f) for f in originals)
-        try:
-            yield
-        finally:
-            np.asarray, np.array = originals
-
-    return patched()
+    np.asarray, np.array = (blocking(f) for f in originals)
+    try:
+        yield
+    finally:
+        np.asarray, np.array = originals
 
 
 def host_share(sets: int = 100, solvers=("scikit-learn", "auto")) -> None:
