@@ -41,9 +41,9 @@ KMEANS_SOLVER = "auto"
 DEVICE_KMEANS_WORK = 2**28
 #: The least ``D`` at which ``auto`` runs k-means on the device. In fewer dimensions its
 #: distances are thin matmuls and each Lloyd iteration is bound by the ``[T, K]`` arrays' memory:
-#: on 2 CPU cores, 120,000 vectors in 10-D with K = 200 (MPEG-7's shape) took 21.5 s on the
-#: device's k-means against 5.8 s on scikit-learn's; 112,000 in 256-D with K = 16, 2.9 s against
-#: 4.9 s.
+#: on 2 CPU cores (``python benchmarks/device_fits.py --kmeans``), 120,000 vectors in 10-D with
+#: K = 200 (MPEG-7's shape) took 21.7 s on the device's k-means against 5.5 s on scikit-learn's;
+#: 115,269 in 256-D with K = 16, 5.4 s against 6.6 s.
 DEVICE_KMEANS_DIM = 32
 
 
