@@ -19,7 +19,7 @@ from dpp.init import init_log_beta, kmeans_centres
 from dpp.likelihood import Params, objective
 from dpp.metrics import evaluate
 from dpp.model import FitReport, FittedModel, fit_dpp
-from dpp.model.fitted import SATURATED_FRACTION
+from dpp.model.fitted import SATURATED_CODE, SATURATED_FRACTION
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.coordinate_ascent import FitSettings, prototype_step, theta_step
 from dpp.solvers.lbfgs import LBFGSSettings
@@ -300,3 +300,24 @@ def test_non_finite_parameters_fail_loudly():
     log_probs = np.asarray(model.log_predictive(train))
     with pytest.raises(NonFiniteResultError):
         evaluate(log_probs, np.asarray(train.labels))
+
+
+@pytest.mark.parametrize("held_out", ["none", "fraction", "sets"])
+def test_the_reported_saturated_fraction_is_that_of_the_training_vectors(held_out):
+    """Issue 81: the fraction is counted on the fit's padded device layout (no host copy);
+    its first rows must be the training vectors, so it equals the fraction over them alone
+    in every branch of the fit (the held-out sets after them, or padding only)."""
+    data = make_generated(num_sets=48, dim=3, min_size=2, max_size=9, seed=5)
+    train, other = data.sets.subset(np.arange(40)), data.sets.subset(np.arange(40, 48))
+    centres = kmeans_centres(np.asarray(train.vectors), 4, seed=0)
+    held = {"none": {}, "fraction": {"validation_fraction": 0.25}}
+    held["sets"] = {"validation_sets": other}
+    settings = FitSettings(max_rounds=2)
+    model = fit_dpp(  # a large beta: codes near one-hot, a fraction between 0 and 1
+        train, centres, settings, jax.random.key(0), beta_scale=30.0, **held[held_out]
+    )
+    internal = model.normalizer.vectors(np.asarray(train.vectors)).astype(np.float32)
+    codes = soft_assignment(jnp.asarray(internal), model.mu, model.log_beta)
+    expected = float(np.mean(np.max(np.asarray(codes), axis=1) > SATURATED_CODE))
+    assert 0.0 < expected < 1.0
+    assert model.report.prototypes.saturated_fraction == pytest.approx(expected, abs=1e-12)

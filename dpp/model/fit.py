@@ -183,16 +183,25 @@ def fit_dpp(
     if not isinstance(padded, RaggedSets):  # replicated over a mesh: to this process's device
         result = jax.tree.map(lambda a: jnp.asarray(np.asarray(a)), result)
     seconds = time.perf_counter() - t0
+    # the saturated fraction on the bucketed layout the fit used, whose first rows are the
+    # training vectors (:meth:`RaggedSets.padded`): no host copy of them (mini-batch Adam's
+    # sets are not bucketed: there the fraction pads them itself)
+    on_layout = (
+        isinstance(padded, RaggedSets)
+        and padded.members is None
+        and settings.prototype_solver.full_batch
+    )
     return finish_fit(
         result,
         params0.log_beta,
-        train.vectors,
+        padded.vectors if on_layout else train.vectors,
         normalizer,
         mode,
         seconds,
         devices=used_devices,
         early=early,
         skipped=skipped,
+        vector_count=int(train.vectors.shape[0]) if on_layout else None,
     )
 
 

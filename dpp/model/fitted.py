@@ -66,14 +66,27 @@ _membership_codes = jax.jit(membership_codes)
 _membership_shares = jax.jit(membership_shares)
 
 
-def saturated_fraction(vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"]) -> float:
-    """Fraction of the ``[U, D]`` vectors whose eq. (3) code is one-hot to working precision."""
-    vectors = np.asarray(vectors)
-    u = vectors.shape[0]
-    padded = np.zeros((bucket_size(u, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
-    padded[:u] = vectors  # on the host: an eager pad would compile once per size
-    codes = _max_codes(to_device(padded, fresh=True), mu, log_beta)
-    return float(np.mean(np.asarray(codes)[:u] > SATURATED_CODE))
+def saturated_fraction(
+    vectors, mu: Float[Array, "K D"], log_beta: Float[Array, "*B"], count: int | None = None
+) -> float:
+    """Fraction of the vectors whose eq. (3) code is one-hot to working precision.
+
+    Args:
+        vectors: ``[U, D]`` vectors, or with ``count`` a device array whose first ``count``
+            rows are the vectors (a fit's padded layout: no host copy, and the folds of a
+            selection, which share that layout's shape, share one program).
+        mu: ``[K, D]`` prototypes.
+        log_beta: ``[]`` or ``[K]`` log inverse temperature.
+        count: how many leading rows of ``vectors`` count (default: all, padded here).
+    """
+    if count is None:
+        vectors = np.asarray(vectors)
+        count = vectors.shape[0]
+        padded = np.zeros((bucket_size(count, BUCKET_ALIGN), vectors.shape[1]), vectors.dtype)
+        padded[:count] = vectors  # on the host: an eager pad would compile once per size
+        vectors = to_device(padded, fresh=True)
+    codes = _max_codes(vectors, mu, log_beta)
+    return float(np.mean(np.asarray(codes)[:count] > SATURATED_CODE))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,6 +407,7 @@ def finish_fit(
     devices: int = 1,
     early: dict | None = None,
     skipped: str | None = None,
+    vector_count: int | None = None,
 ) -> FittedModel:
     """The :class:`FittedModel` of one finished fit: its checks, status and report.
 
@@ -404,7 +418,7 @@ def finish_fit(
         result: the fit's :class:`~dpp.solvers.coordinate_ascent.FitResult`.
         log_beta0: the starting ``log beta`` (internal units).
         train_vectors: ``[U, D]`` training vectors in internal units (for the saturated
-            fraction).
+            fraction), or with ``vector_count`` the fit's padded device array of them.
         normalizer: the map into internal units.
         mode: ``coordinate_ascent`` or ``joint``.
         seconds: wall-clock seconds of the fit.
@@ -412,6 +426,7 @@ def finish_fit(
         early: the early-stopping record (:class:`~dpp.model.report.EarlyStopping`, its
             ``source``: ``validation_fraction``, ``validation_sets`` or ``round_cap``), if any.
         skipped: why early stopping was skipped, if it was.
+        vector_count: ``U``, where ``train_vectors`` holds padding rows after the vectors.
 
     Returns:
         The fitted model (see :func:`fit_dpp` for its ``report``).
@@ -423,7 +438,7 @@ def finish_fit(
     for name, value in zip(Params._fields, params, strict=True):
         if not all(np.all(np.isfinite(np.asarray(leaf))) for leaf in jax.tree.leaves(value)):
             raise NonFiniteResultError(f"DPP fit produced non-finite {name} ({mode})")
-    saturated = saturated_fraction(train_vectors, params.mu, params.log_beta)
+    saturated = saturated_fraction(train_vectors, params.mu, params.log_beta, vector_count)
     source = None if early is None else early.source
     best = early and early.best
     cap = {"validation_fraction": best, "cross_validation": best}
