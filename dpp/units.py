@@ -22,7 +22,10 @@ data carry is lost before the cast back to the sets' dtype.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import hashlib
+import threading
 
 import numpy as np
 from sklearn.decomposition import PCA
@@ -118,6 +121,36 @@ class Normalizer:
 IDENTITY = Normalizer()
 
 
+#: Pseudo-inverses computed lately, by the digest of their matrix (:func:`pseudo_inverse`).
+_PSEUDO_INVERSES: collections.OrderedDict = collections.OrderedDict()
+_PSEUDO_INVERSES_LOCK = threading.Lock()  # a selection's fits may run in threads
+PSEUDO_INVERSES_KEPT = 8
+
+
+def pseudo_inverse(matrix: np.ndarray) -> np.ndarray:
+    """``[D', D]`` float64 ``np.linalg.pinv(matrix)`` of a ``[D, D']`` map, read-only.
+
+    Each distinct matrix's is computed once among the last :data:`PSEUDO_INVERSES_KEPT`. An SVD
+    costs ``O(D^3)``, minutes at thousands of features, and every fit of a selection (each
+    candidate refits its fold's map) reports its prototypes in the input units. Equal
+    matrices (the same bytes) give the same array, so the values are those of the plain call.
+    """
+    matrix = np.ascontiguousarray(matrix, np.float64)
+    key = (matrix.shape, hashlib.blake2b(matrix.data, digest_size=16).digest())
+    with _PSEUDO_INVERSES_LOCK:
+        found = _PSEUDO_INVERSES.get(key)
+        if found is not None:
+            _PSEUDO_INVERSES.move_to_end(key)
+            return found
+    found = np.linalg.pinv(matrix)
+    found.setflags(write=False)
+    with _PSEUDO_INVERSES_LOCK:
+        _PSEUDO_INVERSES[key] = found
+        while len(_PSEUDO_INVERSES) > PSEUDO_INVERSES_KEPT:
+            _PSEUDO_INVERSES.popitem(last=False)
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class Affine:
     """Fitted preprocessing as one affine map ``x' = (x - shift) @ matrix``.
@@ -157,7 +190,7 @@ class Affine:
             if shift is None:
                 shift, matrix = step_shift, step_matrix
             else:  # ((x - a) A - b) B = (x - (a + b A^+)) A B
-                shift = shift + step_shift @ np.linalg.pinv(matrix)
+                shift = shift + step_shift @ pseudo_inverse(matrix)
                 matrix = matrix @ step_matrix
         return cls(np.asarray(shift, np.float64), np.asarray(matrix, np.float64))
 
@@ -213,7 +246,7 @@ class Affine:
 
     def inverse(self, x: np.ndarray) -> np.ndarray:
         """Back to the input units (the least-squares inverse; exact without PCA)."""
-        return np.asarray(x, np.float64) @ np.linalg.pinv(self.matrix) + self.shift
+        return np.asarray(x, np.float64) @ pseudo_inverse(self.matrix) + self.shift
 
     def sets(self, sets: RaggedSets) -> RaggedSets:
         """The sets with their vectors mapped (same dtype, same layout)."""

@@ -23,7 +23,7 @@ from dpp.model.fitted import SATURATED_CODE, SATURATED_FRACTION
 from dpp.sets import RaggedSets, one_hot
 from dpp.solvers.coordinate_ascent import FitSettings, prototype_step, theta_step
 from dpp.solvers.lbfgs import LBFGSSettings
-from dpp.units import Affine, Normalizer
+from dpp.units import Affine, Normalizer, pseudo_inverse
 
 #: The CLI's solver defaults (configs/optimizer/lbfgs_optax.yaml, configs/model/dpp.yaml).
 CLI = dict(max_rounds=30, tol=1e-5, theta_solver=LBFGSSettings(max_iter=500))
@@ -223,6 +223,24 @@ def test_the_affine_map_is_its_matrix_product_to_the_bit():
         np.testing.assert_array_equal(
             affine(x), (np.asarray(x, np.float64) - affine.shift) @ affine.matrix
         )
+
+
+def test_the_inverse_map_is_the_plain_pseudo_inverse_computed_once_per_matrix():
+    """Issue 83 (web_recommendation_1's 5,863 features: an SVD a minute, in every fit of a
+    selection): equal maps share one pseudo-inverse, the plain ``pinv``'s values to the bit."""
+    rng = np.random.default_rng(5)
+    x = (rng.normal(size=(300, 70)) * rng.uniform(0.1, 10, 70) + 3).astype(np.float32)
+    mu = rng.normal(size=(4, 70))
+    for standardize, pca in ((True, None), (True, 5), (False, 6)):
+        first, again = Affine.fit(x, standardize, pca), Affine.fit(x.copy(), standardize, pca)
+        assert first is not again
+        z = first(mu)
+        plain = z @ np.linalg.pinv(first.matrix) + first.shift
+        np.testing.assert_array_equal(first.inverse(z), plain)
+        assert pseudo_inverse(first.matrix) is pseudo_inverse(again.matrix)
+        assert not pseudo_inverse(first.matrix).flags.writeable  # shared: nobody may edit it
+    other = Affine.fit(x * 2.0, True, None)  # another matrix (half the scale) gets its own
+    assert pseudo_inverse(other.matrix) is not pseudo_inverse(first.matrix)
 
 
 # ------------------------------------------------------------------ observation 4: honest stops
