@@ -134,6 +134,9 @@ def pseudo_inverse(matrix: np.ndarray) -> np.ndarray:
     costs ``O(D^3)``, minutes at thousands of features, and every fit of a selection (each
     candidate refits its fold's map) reports its prototypes in the input units. Equal
     matrices (the same bytes) give the same array, so the values are those of the plain call.
+
+    Raises:
+        numpy.linalg.LinAlgError: the SVD does not converge (a matrix that is not finite).
     """
     matrix = np.ascontiguousarray(matrix, np.float64)
     key = (matrix.shape, hashlib.blake2b(matrix.data, digest_size=16).digest())

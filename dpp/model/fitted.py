@@ -78,6 +78,10 @@ def saturated_fraction(
         mu: ``[K, D]`` prototypes.
         log_beta: ``[]`` or ``[K]`` log inverse temperature.
         count: how many leading rows of ``vectors`` count (default: all, padded here).
+
+    Returns:
+        The fraction in ``[0, 1]`` of those vectors whose largest code exceeds
+        :data:`SATURATED_CODE`.
     """
     if count is None:
         vectors = np.asarray(vectors)
