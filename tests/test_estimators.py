@@ -88,6 +88,24 @@ def test_fit_predict_with_string_labels(fitted, problem):
     )
 
 
+def test_the_prototypes_in_input_units_are_computed_when_read_and_a_refit_renews_them(problem):
+    """Issue 83: a fit never inverts its preprocessing map (a dense SVD in thousands of
+    dimensions, which a selection's fold fits paid in every candidate); ``prototypes_``, read,
+    is the inverse map of the fitted prototypes, and a refit on other data gives its own."""
+    X, y, _, _ = problem
+    est = DPPClassifier(n_prototypes=3, **QUICK)
+    assert not hasattr(est, "prototypes_")
+    est.fit(X, y)
+    assert "_input_prototypes" not in vars(est)  # the fit itself left the map un-inverted
+    expected = est.preprocess_.inverse(np.asarray(est.model_.prototypes, np.float64))
+    np.testing.assert_array_equal(est.prototypes_, expected)
+    assert est.prototypes_ is est.prototypes_  # computed once, then kept
+    first = est.prototypes_
+    est.fit([x * 3.0 + 1.0 for x in X], y)  # the same fit in internal units, other input units
+    np.testing.assert_allclose(est.prototypes_, first * 3.0 + 1.0, rtol=1e-3, atol=1e-3)
+    assert not np.allclose(est.prototypes_, first)
+
+
 def test_prediction_needs_no_labels_and_names_a_dimension_mismatch(fitted, problem):
     _, _, X_test, _ = problem
     unlabelled = RaggedSets.from_list(X_test)

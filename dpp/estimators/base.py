@@ -270,7 +270,9 @@ class PrototypeClassifier(
 
     * ``model_``: the :class:`~dpp.model.FittedModel` (internal units; what the experiments use);
     * ``prototypes_`` ``[K, D]`` float64, in the units of the input features (through the
-      inverse preprocessing; with PCA, the back-projection);
+      inverse preprocessing; with PCA, the back-projection), computed when first read: the
+      inverse of a standardisation in thousands of dimensions is a dense SVD (minutes), which a
+      selection's fold fits never need;
     * ``beta_``: ``float`` or ``[K]`` (1 / squared units of the preprocessed features), or
       ``None`` for the hard encoder of eq. (1);
     * ``theta_`` ``[K, C]`` float64 classifier weights (eq. 16);
@@ -428,7 +430,7 @@ class PrototypeClassifier(
             if value is not None and not np.all(np.isfinite(np.asarray(value))):
                 raise NonFiniteResultError(f"{model.method} fit produced non-finite {name}")
         self.model_ = model
-        self.prototypes_ = model.input_prototypes(self.preprocess_)
+        self.__dict__.pop("_input_prototypes", None)  # a refit's prototypes_ are its own
         beta = model.beta
         self.beta_ = None if beta is None else (float(beta) if beta.ndim == 0 else beta)
         self.theta_ = np.asarray(model.theta, np.float64)
@@ -436,6 +438,19 @@ class PrototypeClassifier(
         self.fit_report_ = model.report
         self.n_iter_ = self.fit_report_.rounds if self.fit_report_.iterative else 1
         self.converged_ = None if self.fit_report_.status is None else self.fit_report_.converged
+
+    @property
+    def prototypes_(self) -> np.ndarray:
+        """``[K, D]`` float64 prototypes in the input units, computed on first read and kept.
+
+        Raises:
+            AttributeError: before ``fit`` (so ``hasattr`` and scikit-learn's checks say so).
+        """
+        if "model_" not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__} has no prototypes_ before fit")
+        if "_input_prototypes" not in self.__dict__:
+            self._input_prototypes = self.model_.input_prototypes(self.preprocess_)
+        return self._input_prototypes
 
     # ------------------------------------------------------------------ predict
     def _prediction_sets(self, X) -> RaggedSets:
