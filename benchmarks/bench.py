@@ -84,6 +84,16 @@ compiled pass, at the MPEG-7 size and the big-bag size (100 bags of 1,000-2,000 
 
     python benchmarks/bench.py --floor [--repeats 20]
 
+``--chain`` (issue 81): the sequential chain of a plain ``DPPClassifier()`` fit (its early
+stopping and its refit), counted on the device as it runs: (mu, beta)-steps, their quasi-Newton
+iterations and objective evaluations (value and gradient: one each per line-search step), the
+Theta-steps' alike, the acceptance passes, the codes the Theta-steps start from and the
+held-out scores, on the README's sets, the digit bags, a witness task and the MPEG-7 size.
+Counted by a callback in each evaluation (:func:`jax.debug.callback`, once per member of a
+batched fit, padded iterations included: the work done), so its programs are this script's own.
+
+    python benchmarks/bench.py --chain
+
 ``--probe NAME [ARGS]``: one of the one-off probes kept in ``benchmarks/probes/`` (each with its
 own arguments, ``--probe NAME --help``): ``candidates`` (which candidates ``DPPClassifierCV()``
 considers, on the suite), ``defaults`` (which default keeps a plain ``DPPClassifier()`` out of
@@ -1012,6 +1022,117 @@ def floor(args) -> None:
               f"{1e3 * dpp_s:8.2f} {dpp_s / floor_s:10.1f}x")  # fmt: skip
 
 
+#: What ``--chain`` counts: (tag, function of :mod:`dpp.solvers.coordinate_ascent` it wraps).
+CHAIN_COUNTED = (
+    ("L", "fit_objective"),  # (mu, beta)-evaluations, acceptances and each fit's start value
+    ("accept", "accept_if_higher"),
+    ("theta", "classifier_objective"),
+    ("codes", "encode_soft"),
+    ("validation", "packed_log_likelihood"),
+    ("validation", "mean_log_likelihood"),
+)
+
+
+def _chain_problems(seed: int):
+    """``--chain``'s problems: (name, sets, labels, estimator parameters)."""
+    from dpp.datasets.suite import make_digit_bags, make_witness
+
+    rng = np.random.default_rng(seed)
+    readme = [rng.normal(size=(rng.integers(2, 14), 5)) + (i % 2) for i in range(150)]
+    problems = [("README (150 sets, 5-D, K = 4)", readme, np.arange(150) % 2, {"n_prototypes": 4})]
+    for name, data in (
+        ("digit bags (100 bags of 8x8 digits)", make_digit_bags(seed=seed)),
+        ("witness_d10_r10 (200 sets)", make_witness(seed=seed)),
+    ):
+        sizes = data.sets.set_sizes()
+        X = np.split(np.asarray(data.sets.vectors), np.cumsum(sizes)[:-1])
+        problems.append((name, X, np.argmax(np.asarray(data.sets.labels), 1), {}))
+    params, sets = make_problem(
+        argparse.Namespace(sets=700, min_size=100, max_size=300, dim=10, prototypes=200,
+                           classes=70, seed=seed, per_prototype_beta=False)
+    )  # fmt: skip
+    sizes = sets.set_sizes()
+    X = np.split(np.asarray(sets.vectors), np.cumsum(sizes)[:-1])
+    y = np.argmax(np.asarray(sets.labels), 1)
+    problems.append(("MPEG-7 size (700 sets, K = 200, C = 70)", X, y, {"n_prototypes": 200}))
+    return problems
+
+
+def chain(args) -> None:
+    """The sequential chain of a plain fit, counted (module docstring, ``--chain``)."""
+    from collections import Counter
+    from functools import partial
+
+    from dpp import DPPClassifier
+
+    ca = importlib.import_module("dpp.solvers.coordinate_ascent")  # the module, not its function
+    counts: Counter = Counter()
+
+    def add(tag, amount=1):
+        counts[tag] += int(amount)
+
+    def counted(tag, fn):
+        def wrapped(*a, **k):
+            out = fn(*a, **k)
+            value = out[1] if tag == "accept" else out  # accept: (params, value, accepted)
+            jax.debug.callback(partial(add, tag), jnp.zeros_like(jnp.sum(value), jnp.int32) + 1)
+            return out
+
+        return wrapped
+
+    for tag, name in CHAIN_COUNTED:
+        setattr(ca, name, counted(tag, getattr(ca, name)))
+    step, theta_step = ca.traced_prototype_step, ca.traced_theta_step
+
+    def mu_step(*a, **k):  # one per round: its iterations
+        out = step(*a, **k)
+        jax.debug.callback(partial(add, "mu_iters"), out[1].num_iter)
+        jax.debug.callback(partial(add, "mu_steps"), out[1].num_iter * 0 + 1)
+        cap = getattr(a[2].prototype_solver, "max_iter", None)  # a[2]: the FitSettings
+        if cap is not None:
+            jax.debug.callback(partial(add, "mu_capped"), out[1].num_iter >= cap)
+        return out
+
+    def th_step(*a, **k):
+        out = theta_step(*a, **k)
+        jax.debug.callback(partial(add, "theta_iters"), out[1].num_iter)
+        jax.debug.callback(partial(add, "theta_steps"), out[1].num_iter * 0 + 1)
+        return out
+
+    ca.traced_prototype_step, ca.traced_theta_step = mu_step, th_step
+    print("per fit of DPPClassifier(random_state=0) (its early stopping and refit), all members:")
+    print(f"{'problem':42s} {'mu st':>6s} {'it/st':>6s} {'ev/it':>6s} {'capped':>6s} "
+          f"{'th st':>6s} {'it/st':>6s} {'ev/it':>6s} {'accept':>6s} {'codes':>6s} {'valid':>6s} "
+          f"{'fwd+bwd':>7s} {'fwd':>5s} {'s':>6s}")  # fmt: skip
+    for name, X, y, options in _chain_problems(args.seed):
+        counts.clear()
+        start = time.perf_counter()
+        DPPClassifier(random_state=0, **options).fit(X, y)
+        jax.effects_barrier()
+        seconds = time.perf_counter() - start
+        c = dict(counts)
+        mu_s, th_s = max(c.get("mu_steps", 0), 1), max(c.get("theta_steps", 0), 1)
+        mu_it, th_it = max(c.get("mu_iters", 0), 1), max(c.get("theta_iters", 0), 1)
+        starts = c.get("theta_steps", 0) - c.get("mu_steps", 0)  # each ascent's first Theta-step
+        mu_evals = c.get("L", 0) - c.get("accept", 0) - starts  # one start value an ascent
+        forward = c.get("accept", 0) + c.get("codes", 0) + starts
+        print(f"{name:42s} {mu_s:6d} {mu_it / mu_s:6.1f} {mu_evals / mu_it:6.2f} "
+              f"{c.get('mu_capped', 0):6d} {th_s:6d} "
+              f"{th_it / th_s:6.1f} {c.get('theta', 0) / th_it:6.2f} {c.get('accept', 0):6d} "
+              f"{c.get('codes', 0):6d} {c.get('validation', 0):6d} {mu_evals:7d} {forward:5d} "
+              f"{seconds:6.1f}")  # fmt: skip
+    print(
+        "mu st / th st: (mu, beta)- and Theta-steps (each fit's first Theta-step included); "
+        "it/st: quasi-Newton iterations a step; ev/it: objective evaluations an iteration "
+        "(the line search's); capped: (mu, beta)-steps that ran to their iteration cap "
+        "(`optimizer_options['max_iter']`, 50); accept: passes that score a step (forward); "
+        "codes: the codes a Theta-step starts from (forward); valid: held-out scores; "
+        "fwd+bwd: value-and-gradient passes over the training vectors, fwd: forward-only "
+        "ones (with each fit's start value); s: the fit's seconds, this script's programs "
+        "compiled in it"
+    )
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--probe":
         if len(sys.argv) < 3:
@@ -1050,6 +1171,7 @@ def main() -> None:
     parser.add_argument(
         "--floor", action="store_true", help="value and gradient against the arithmetic floor"
     )
+    parser.add_argument("--chain", action="store_true", help="a fit's steps and evaluations")
     args = parser.parse_args()
     print(
         f"device: {jax.devices()[0].device_kind} ({jax.default_backend()}), jax {jax.__version__}"
@@ -1084,6 +1206,8 @@ def main() -> None:
         _scale_one(args)
     elif args.floor:
         floor(args)
+    elif args.chain:
+        chain(args)
     elif args.scale:
         if args.repeats == 20:
             args.repeats = 3
