@@ -8,6 +8,8 @@ Writes suite.json, .csv, .md, .png (and evidence.png with digit-bag tasks).
     python benchmarks/suite.py --tasks witness_d10_r10 --folds 3 --draws 1 --out /tmp/suite
     python benchmarks/suite.py --tasks mil_musk1 mil_elephant --folds 10 --draws 1  # real sets
     python benchmarks/suite.py --compare dpp_max dpp_mean [--out outputs/suite]  # a finished run
+    python benchmarks/suite.py --methods dpp_mean dpp_mean_iter5 --variant dpp_mean_iter5 \
+        dpp_mean '{"estimator__optimizer_options": {"max_iter": 5}}'  # a screen's variant
     python benchmarks/suite.py --decide dpp_max dpp_gem --out runA runB   # the default's rule
 
 It calls :func:`lab.run_suite`. Files are rewritten after every fit, so a run that
@@ -34,6 +36,7 @@ from lab import (
     QUICK_METHODS,
     QUICK_TASKS,
     TASKS,
+    add_variant,
     compare_table,
     decision_table,
     peer_table,
@@ -43,7 +46,20 @@ from lab import (
 from dpp.errors import ConfigError, RunInterrupted
 
 
+def variants(argv) -> None:
+    """Registers each ``--variant NAME BASE JSON`` (:func:`lab.add_variant`) before parsing,
+    so that ``--methods`` accepts the names."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--variant", nargs=3, action="append", default=[])
+    for name, base, parameters in pre.parse_known_args(argv)[0].variant:
+        try:
+            add_variant(name, base, json.loads(parameters))
+        except (ValueError, json.JSONDecodeError) as err:
+            raise SystemExit(f"error: --variant {name}: {err}") from None
+
+
 def main(argv=None) -> int:
+    variants(sys.argv[1:] if argv is None else argv)
     names = textwrap.fill(", ".join(METHODS), 96, initial_indent="  ", subsequent_indent="  ")
     tasks = textwrap.fill(", ".join(TASKS), 96, initial_indent="  ", subsequent_indent="  ")
     parser = argparse.ArgumentParser(
@@ -74,8 +90,12 @@ def main(argv=None) -> int:
         "--n-jobs", type=int, default=None, help="fits at once in a selection (-1: every core)"
     )
     parser.add_argument("--quick", action="store_true", help="the 15-minute subset")
+    parser.add_argument(
+        "--variant", nargs=3, action="append", metavar=("N", "B", "J"),
+        help="method N: B with the parameters of JSON J",
+    )  # fmt: skip
     parser.add_argument("--compare", nargs=2, metavar=("A", "B"), help="A - B from a finished run")
-    parser.add_argument("--decide", nargs="+", metavar="RULE", help="rules against dpp_mean")
+    parser.add_argument("--decide", nargs="+", metavar="R", help="rules R against dpp_mean")
     parser.add_argument(
         "--peers", nargs="+", metavar="METHOD",
         help="the first against the best of the rest",

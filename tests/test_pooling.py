@@ -338,6 +338,29 @@ def test_the_benchmarks_runner_names_each_task_and_method_once_in_40_lines(capsy
     assert all(text.count(f" {t},") + text.count(f" {t}\n") == 1 for t in TASKS), text
 
 
+def test_a_screens_variant_fits_its_base_with_its_parameters_and_records_them(monkeypatch):
+    """Issue 80: ``suite.py --variant`` screens a setting without a registered method; the run
+    records what it fitted, and a parameter the estimator lacks fails before any fit."""
+    from lab import methods
+
+    monkeypatch.setattr(methods, "METHODS", dict(methods.METHODS))  # the registry unchanged after
+    options = {"estimator__optimizer_options": {"max_iter": 5}}
+    methods.add_variant("dpp_mean_iter5", "dpp_mean", options)
+    est = methods.make_method("dpp_mean_iter5", 8, 1)
+    assert est.estimator.optimizer_options == {"max_iter": 5}
+    assert est.estimator.n_prototypes == 8 and est.pooling == ["mean"]
+    recorded = methods.method_parameters("dpp_mean_iter5")
+    assert recorded["estimator"]["optimizer_options"] == {"max_iter": 5}
+    assert recorded != methods.method_parameters("dpp_mean")
+    with pytest.raises(ValueError, match="exists"):
+        methods.add_variant("dpp_mean", "dpp_max", {})
+    with pytest.raises(ValueError, match="unknown base"):
+        methods.add_variant("x", "no_such_method", {})
+    with pytest.raises(ValueError, match="no_such_parameter"):
+        methods.add_variant("y", "dpp_mean", {"no_such_parameter": 1})
+    assert "y" not in methods.METHODS
+
+
 def test_the_real_tasks_read_the_mil_packages_files_as_the_field_counts_them():
     """Issue 83: the eight classic sets, read from ``mil``'s CSV files (label, bag id,
     features), hold the bags, vectors, dimensions and positive bags the literature gives."""

@@ -27,6 +27,7 @@ from lab.methods import (
     NETWORK_GRID,
     QUICK_METHODS,
     SelectedNetwork,
+    add_variant,
     make_method,
     selection_record,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "L2S",
     "MAX_DRAWN",
     "METHODS",
+    "add_variant",
     "NETWORK_GRID",
     "QUICK_METHODS",
     "QUICK_TASKS",

@@ -27,7 +27,9 @@ Only what is alive is registered; the records of the methods removed stay readab
   x weight decay chosen by inner CV (:class:`SelectedNetwork`: selection against selection).
 
 Every selection keeps the parameters its records were fitted with (:data:`RECORDED`) but
-those it names, so a name keeps its meaning (:func:`method_parameters`).
+those it names, so a name keeps its meaning (:func:`method_parameters`). A screen of another
+setting registers a variant for its run (:func:`add_variant`, ``suite.py --variant``) instead of
+a method: the registry holds what is alive, the records say what each variant fitted.
 """
 
 from __future__ import annotations
@@ -195,6 +197,32 @@ METHODS: dict[str, Callable] = {
         ESTIMATORS["deep_sets"](random_state=seed), seed
     ),
 }
+
+
+def add_variant(name: str, base: str, parameters: dict) -> None:
+    """Registers method ``name``: ``base`` with ``parameters`` set, for one run's screen.
+
+    ``parameters`` go to the estimator's ``set_params`` (nested ones by scikit-learn's
+    ``estimator__...`` names, e.g. ``{"estimator__optimizer_options": {"max_iter": 5}}`` for
+    the paper's model inside a selection). The run records the variant's every parameter
+    (:func:`method_parameters`), so its records say what it fitted and a resume with other
+    parameters under the name is refused.
+
+    Raises:
+        ValueError: ``name`` already registered, ``base`` unknown, or a parameter the
+            estimator does not have (scikit-learn's message, naming it).
+    """
+    if name in METHODS:
+        raise ValueError(f"variant {name!r}: a method of that name exists")
+    if base not in METHODS:
+        raise ValueError(f"variant {name!r}: unknown base method {base!r}")
+    make = METHODS[base]
+
+    def made(k: int, seed: int):
+        return make(k, seed).set_params(**parameters)
+
+    made(16, 0)  # a parameter the estimator lacks fails here, before the run starts
+    METHODS[name] = made
 
 
 #: The baselines DPP is measured against (the issue's target: at least the best of them).
