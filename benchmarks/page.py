@@ -234,6 +234,33 @@ SECTIONS = (
         "rounds": ("dpp_raw", "dpp_raw_mu_path"),
     },
     {
+        "title": "Issue 80: the image patches over three draws, with and without the prior's path",
+        "folders": ("raw_mu_path_patches",),
+        "purpose": "`digits_patches`, 3 draws x 5 folds (2-core CPU at the lowest priority "
+        "beside other runs: seconds are proportions only): `dpp_raw` against `dpp_raw_mu_path` "
+        "as above, on the one family where draw 0 found the path worse (five units). Draw 0 "
+        "repeats the broad run's fits (the same records), draws 1 and 2 are new units.",
+        "methods": ("dpp_raw", "dpp_raw_mu_path"),
+        "pairs": [("dpp_raw_mu_path", "dpp_raw")],
+        "decision": None,
+        "rounds": ("dpp_raw", "dpp_raw_mu_path"),
+    },
+    {
+        "title": "Issue 80: fewer quasi-Newton iterations a round",
+        "folders": ("iter_cap_broad",),
+        "purpose": "Every task, draw 0 x 5 folds (2-core CPU at the lowest priority beside "
+        "other runs: seconds are proportions only): the mean member `dpp_mean`, whose every "
+        "(mu, beta)-step runs to its cap of 50 L-BFGS iterations (`python benchmarks/bench.py "
+        "--chain`), against the same selection with a cap of 5 and of 15 "
+        "(`dpp_mean_iter5`, `dpp_mean_iter15`: `--variant NAME dpp_mean "
+        "'{\"estimator__optimizer_options\": {\"max_iter\": N}}'`), so that early stopping "
+        "chooses among smaller moves. One draw: a screen.",
+        "methods": ("dpp_mean", "dpp_mean_iter5", "dpp_mean_iter15"),
+        "pairs": [("dpp_mean_iter5", "dpp_mean"), ("dpp_mean_iter15", "dpp_mean")],
+        "decision": None,
+        "rounds": ("dpp_mean", "dpp_mean_iter5", "dpp_mean_iter15"),
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
@@ -870,6 +897,10 @@ def _command(header: dict, folder: str) -> str:
         f"{' '.join(header['methods'])} --draws {header['draws']} --folds {header['folds']} "
         f"--seed {header['seed']}"
         + (f" --train-sets {header['train_sets']}" if "train_sets" in header else "")
+        + "".join(
+            f" --variant {name} {v['base']} '{json.dumps(v['parameters'])}'"
+            for name, v in header.get("variants", {}).items()
+        )
         + f" --out benchmarks/{folder}"
     )
 

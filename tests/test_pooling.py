@@ -344,6 +344,7 @@ def test_a_screens_variant_fits_its_base_with_its_parameters_and_records_them(mo
     from lab import methods
 
     monkeypatch.setattr(methods, "METHODS", dict(methods.METHODS))  # the registry unchanged after
+    monkeypatch.setattr(methods, "VARIANTS", {})
     options = {"estimator__optimizer_options": {"max_iter": 5}}
     methods.add_variant("dpp_mean_iter5", "dpp_mean", options)
     est = methods.make_method("dpp_mean_iter5", 8, 1)
@@ -352,6 +353,7 @@ def test_a_screens_variant_fits_its_base_with_its_parameters_and_records_them(mo
     recorded = methods.method_parameters("dpp_mean_iter5")
     assert recorded["estimator"]["optimizer_options"] == {"max_iter": 5}
     assert recorded != methods.method_parameters("dpp_mean")
+    assert methods.VARIANTS == {"dpp_mean_iter5": {"base": "dpp_mean", "parameters": options}}
     with pytest.raises(ValueError, match="exists"):
         methods.add_variant("dpp_mean", "dpp_max", {})
     with pytest.raises(ValueError, match="unknown base"):

@@ -17,6 +17,7 @@ from dpp.metrics import evaluate
 from dpp.solvers.cache import release_compiled_programs
 from lab.methods import (
     METHODS,
+    VARIANTS,
     make_method,
     method_parameters,
     same_parameters,
@@ -189,6 +190,9 @@ def run_suite(
     if train_sets is not None:  # absent from the runs on every training set
         header["train_sets"] = int(train_sets)
     header["method_parameters"] = {m: method_parameters(m) for m in methods}
+    variants = {m: VARIANTS[m] for m in methods if m in VARIANTS}
+    if variants:  # absent from runs of registered methods only
+        header["variants"] = variants
     previous = _previous(path, header, resume, log)
     records = [] if previous is None else _kept_records(previous, header)
     done = {unit_of(r) for r in records}
