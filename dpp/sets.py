@@ -727,6 +727,34 @@ class RaggedSets:
             raise ValueError("weights must be finite and >= 0")
         return dataclasses.replace(self, weights=to_device(weights))
 
+    def weighted_twice(
+        self, fit_weights, validation_weights, floor: Layout | None = None
+    ) -> tuple[RaggedSets, RaggedSets]:
+        """The sets bucketed once (to ``floor`` at least), weighted two ways: fit, validation.
+
+        Early stopping's held-out sets are weights on the training layout: the fit's weights
+        are 0 on them, the validation weights 0 elsewhere, and blocks of sets weighted 0 are
+        skipped, so the two share one layout (one compiled program) and neither pass pays for
+        the other's sets.
+
+        Args:
+            fit_weights: ``[N]`` weights of the fit (0 on the held-out sets).
+            validation_weights: ``[N]`` weights of the held-out score (0 on the others).
+            floor: a layout the bucketed one must hold (:meth:`bucketed`).
+
+        Returns:
+            ``(fit, validation)``: the bucketed sets with each weighting (padding sets 0).
+
+        Raises:
+            ValueError: weights of another shape, negative or not finite (:meth:`with_weights`).
+        """
+        padded = self.bucketed(floor=floor)
+        pad = np.zeros(padded.num_sets - self.num_sets)
+        return (
+            padded.with_weights(np.concatenate([fit_weights, pad])),
+            padded.with_weights(np.concatenate([validation_weights, pad])),
+        )
+
     @staticmethod
     def concatenate(first: RaggedSets, second: RaggedSets) -> RaggedSets:
         """The sets of ``first`` followed by those of ``second`` (disjoint layout, unpadded).

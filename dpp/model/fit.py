@@ -228,7 +228,7 @@ def _fit_on_one_layout(
         layout = Layout.of_orders([everything.set_sizes()]).union(layout)
         weights = np.asarray(everything.weights)
         fit_w, val_w = weights * (np.arange(n + m) < n), weights * (np.arange(n + m) >= n)
-        padded, validation = _two_weightings(everything, fit_w, val_w, layout)
+        padded, validation = everything.weighted_twice(fit_w, val_w, layout)
         result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
         early = _early_record(result, m, source="validation_sets")
         return result, early, skipped, padded
@@ -245,28 +245,18 @@ def _fit_on_one_layout(
         layout = Layout.of_orders([train.set_sizes(), ordered.set_sizes()]).union(layout)
         weights = np.asarray(ordered.weights)
         fit_w = weights * (np.arange(ordered.num_sets) < fit_idx.size)
-        padded, validation = _two_weightings(ordered, fit_w, weights - fit_w, layout)
+        padded, validation = ordered.weighted_twice(fit_w, weights - fit_w, layout)
         result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
         record = _early_record(result, int(val_idx.size), source="validation_fraction")
         early = dataclasses.replace(record, validation_fraction=fraction)
         cap = jnp.int32(early.best)
     weights = np.asarray(train.weights)
-    padded, off = _two_weightings(train, weights, np.zeros_like(weights), layout)
+    padded, off = train.weighted_twice(weights, np.zeros_like(weights), layout)
     result = solve(params0, padded, settings, key, validation=off, round_cap=cap)
     result = result._replace(validation_history=None, best_round=None)  # no validation here
     if round_cap is not None:
         early = EarlyStopping("round_cap", round_cap=int(round_cap))
     return result, early, skipped, padded
-
-
-def _two_weightings(sets: RaggedSets, fit_weights, validation_weights, layout):
-    """The sets bucketed (to ``layout`` at least) once, weighted two ways: fit and validation."""
-    padded = sets.bucketed(floor=layout)
-    pad = np.zeros(padded.num_sets - sets.num_sets)
-    return (
-        padded.with_weights(np.concatenate([fit_weights, pad])),
-        padded.with_weights(np.concatenate([validation_weights, pad])),
-    )
 
 
 def _stopping_split(train: RaggedSets, fraction: float, key):
@@ -295,8 +285,8 @@ def _rounds_by_folds(solve, params0, train, settings, key, folds, layout, cap) -
     for _, held in folds:
         mask = np.zeros(train.num_sets, bool)
         mask[held] = True
-        padded, validation = _two_weightings(
-            train, np.where(mask, 0.0, weights), np.where(mask, weights, 0.0), layout
+        padded, validation = train.weighted_twice(
+            np.where(mask, 0.0, weights), np.where(mask, weights, 0.0), layout
         )
         result = solve(params0, padded, settings, key, validation=validation, round_cap=cap)
         records.append(_early_record(result, int(held.size), source="cross_validation"))
