@@ -234,6 +234,24 @@ SECTIONS = (
         "rounds": ("dpp_raw", "dpp_raw_mu_path"),
     },
     {
+        "title": "Issue 83: the default's members apart, on two real sets",
+        "folders": ("real_mil_members", "real_mil_a", "real_mil_c"),
+        "purpose": "`mil_elephant` (where the pooled logistic regression and attention MIL "
+        "lead the default) and `mil_protein` (where Deep Sets ties it), 1 draw x 10 stratified "
+        "folds, the folds of the runs above (2-core CPU at the lowest priority beside other "
+        "runs): the raw-vector members together (`dpp_raw`, `DPPClassifierCV(**RAW_VECTORS)`) "
+        "and the embedded member alone (`dpp_embedded_widened`, one seed), against the "
+        "default that averages them, on the same units.",
+        "methods": ("dpp_ensemble_embedded_own_seeds_avg50_widened", "dpp_raw",
+                    "dpp_embedded_widened", "pooling", "attention_mil_cv", "deep_sets_cv"),
+        "units": {"tasks": ("mil_elephant", "mil_protein")},
+        "pairs": [("dpp_ensemble_embedded_own_seeds_avg50_widened", "dpp_raw"),
+                  ("dpp_ensemble_embedded_own_seeds_avg50_widened", "dpp_embedded_widened"),
+                  ("dpp_raw", "dpp_embedded_widened")],
+        "decision": None,
+        "rounds": ("dpp_raw",),
+    },
+    {
         "title": "Issue 80: the image patches over three draws, with and without the prior's path",
         "folders": ("raw_mu_path_patches",),
         "purpose": "`digits_patches`, 3 draws x 5 folds (2-core CPU at the lowest priority "
