@@ -279,6 +279,21 @@ SECTIONS = (
         "rounds": ("dpp_mean", "dpp_mean_iter5", "dpp_mean_iter15"),
     },
     {
+        "title": "Issue 80: the paper's model as a user selects it, 5 iterations a round",
+        "folders": ("raw_iter5_broad",),
+        "purpose": "Every task in the order run, draw 0 x 5 folds (2-core CPU at the lowest "
+        "priority beside other runs: seconds are proportions only): `DPPClassifierCV("
+        "**RAW_VECTORS)` (`dpp_raw`) against the same with a cap of 5 L-BFGS iterations a "
+        "(mu, beta)-step in each member (`dpp_raw_iter5`: `--variant`), after the mean member's "
+        "screen above. The run is resumable and may hold part of the tasks (its status and "
+        "fits are listed); a comparison pairs only the units both methods finished. One draw: "
+        "a screen.",
+        "methods": ("dpp_raw", "dpp_raw_iter5"),
+        "pairs": [("dpp_raw_iter5", "dpp_raw")],
+        "decision": None,
+        "rounds": ("dpp_raw", "dpp_raw_iter5"),
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
