@@ -296,6 +296,20 @@ SECTIONS = (
         "rounds": ("dpp_raw", "dpp_raw_iter5"),
     },
     {
+        "title": "Issue 80: the default with 5 iterations a round in its raw members",
+        "folders": ("default_iter5_broad",),
+        "purpose": "Every task in the order run, draw 0 x 5 folds (2-core CPU at the lowest "
+        "priority: seconds are proportions only): the default against the same with a cap of "
+        "5 L-BFGS iterations a (mu, beta)-step in its raw members (`default_iter5`: "
+        "`--variant`; the embedded members train by Adam and keep their settings). The run is "
+        "resumable and may hold part of the tasks (its status and fits are listed); a "
+        "comparison pairs only the units both methods finished. One draw: a screen.",
+        "methods": ("dpp_ensemble_embedded_own_seeds_avg50_widened", "default_iter5"),
+        "pairs": [("default_iter5", "dpp_ensemble_embedded_own_seeds_avg50_widened")],
+        "decision": None,
+        "rounds": ("dpp_ensemble_embedded_own_seeds_avg50_widened", "default_iter5"),
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
