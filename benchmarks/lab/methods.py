@@ -199,6 +199,11 @@ METHODS: dict[str, Callable] = {
 }
 
 
+#: The variants registered in this process (:func:`add_variant`): name -> base and parameters,
+#: which a run records (``variants`` in ``suite.json``) so its command can be given again.
+VARIANTS: dict[str, dict] = {}
+
+
 def add_variant(name: str, base: str, parameters: dict) -> None:
     """Registers method ``name``: ``base`` with ``parameters`` set, for one run's screen.
 
@@ -224,11 +229,6 @@ def add_variant(name: str, base: str, parameters: dict) -> None:
     made(16, 0)  # a parameter the estimator lacks fails here, before the run starts
     METHODS[name] = made
     VARIANTS[name] = {"base": base, "parameters": parameters}
-
-
-#: The variants registered in this process (:func:`add_variant`): name -> base and parameters,
-#: which a run records (``variants`` in ``suite.json``) so its command can be given again.
-VARIANTS: dict[str, dict] = {}
 
 
 #: The baselines DPP is measured against (the issue's target: at least the best of them).
