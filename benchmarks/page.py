@@ -310,6 +310,67 @@ SECTIONS = (
         "rounds": ("dpp_ensemble_embedded_own_seeds_avg50_widened", "default_iter5"),
     },
     {
+        "title": "Issue 80: one or two quasi-Newton iterations a round",
+        "folders": ("iter_cap_small",),
+        "purpose": "Every task, draw 0 x 5 folds (2-core CPU at the lowest priority beside "
+        "other runs: seconds are proportions only): the mean member with a cap of 1 and of 2 "
+        "L-BFGS iterations a (mu, beta)-step (`dpp_mean_iter1`, `dpp_mean_iter2`) against the "
+        "cap of 5 that won the screen above (`dpp_mean_iter5`, its fits in this run). One draw: "
+        "a screen.",
+        "methods": ("dpp_mean_iter1", "dpp_mean_iter2", "dpp_mean_iter5"),
+        "pairs": [("dpp_mean_iter1", "dpp_mean_iter5"), ("dpp_mean_iter2", "dpp_mean_iter5"),
+                  ("dpp_mean_iter1", "dpp_mean_iter2")],
+        "decision": None,
+        "rounds": ("dpp_mean_iter1", "dpp_mean_iter2", "dpp_mean_iter5"),
+    },
+    {
+        "title": "Issue 80: the paper's model with one iteration a round, and the standard prototype",
+        "folders": ("raw_iter1_broad",),
+        "purpose": "Every task, draw 0 x 5 folds (2-core CPU at the lowest priority beside "
+        "other runs: seconds are proportions only): `DPPClassifierCV(**RAW_VECTORS)` "
+        "(`dpp_raw`) against the same with one L-BFGS iteration a (mu, beta)-step in each "
+        "member (`dpp_raw_iter1`), and with 100 rounds at most in place of 30 "
+        "(`dpp_raw_iter1_r100`), and all three against the standard prototype (k-means "
+        "codes, eq. 1, and the same softmax, its `l2` selected alike: `standard`), the "
+        "comparison the paper makes. One draw: a screen.",
+        "methods": ("dpp_raw", "dpp_raw_iter1", "dpp_raw_iter1_r100", "standard"),
+        "pairs": [("dpp_raw_iter1", "dpp_raw"), ("dpp_raw_iter1_r100", "dpp_raw_iter1"),
+                  ("dpp_raw", "standard"), ("dpp_raw_iter1", "standard")],
+        "decision": None,
+        "rounds": ("dpp_raw", "dpp_raw_iter1", "dpp_raw_iter1_r100"),
+    },
+    {
+        "title": "Issue 80: the max and generalised-mean members with 5 iterations a round",
+        "folders": ("iter_cap_max_gem",),
+        "purpose": "Every task, draw 0 x 5 folds (2-core CPU at the lowest priority beside "
+        "other runs: seconds are proportions only): the default's other two raw-vector "
+        "members alone, `dpp_max` and `dpp_gem`, against the same with a cap of 5 L-BFGS "
+        "iterations a (mu, beta)-step (`dpp_max_iter5`, `dpp_gem_iter5`: `--variant`), as the "
+        "mean member was screened above. One draw: a screen.",
+        "methods": ("dpp_max", "dpp_max_iter5", "dpp_gem", "dpp_gem_iter5"),
+        "pairs": [("dpp_max_iter5", "dpp_max"), ("dpp_gem_iter5", "dpp_gem")],
+        "decision": None,
+        "rounds": ("dpp_max", "dpp_max_iter5", "dpp_gem", "dpp_gem_iter5"),
+    },
+    {
+        "title": "Issue 80: the paper's model with the prior's path and 5 iterations a round",
+        "folders": ("raw_mu_path_iter5_proportion", "raw_mu_path_iter5_rest"),
+        "purpose": "Draw 0 x 5 folds (2-core CPU at the lowest priority beside other runs: "
+        "seconds are proportions only), in two runs: the proportion family first (where the "
+        "raw members stop at round 0 most), with the prior's path alone, then the other "
+        "tasks without it (the rest of the run may hold part of them: its status and fits "
+        "are listed). `DPPClassifierCV(**RAW_VECTORS)` (`dpp_raw`) against the same with "
+        "the prior on the prototypes chosen on the path (`dpp_raw_mu_path`) and with the "
+        "path and a cap of 5 L-BFGS iterations a (mu, beta)-step "
+        "(`dpp_raw_mu_path_iter5`: `--variant`). Each unit pairs the fits of one run. One "
+        "draw: a screen.",
+        "methods": ("dpp_raw", "dpp_raw_mu_path", "dpp_raw_mu_path_iter5"),
+        "pairs": [("dpp_raw_mu_path_iter5", "dpp_raw"), ("dpp_raw_mu_path", "dpp_raw"),
+                  ("dpp_raw_mu_path_iter5", "dpp_raw_mu_path")],
+        "decision": None,
+        "rounds": ("dpp_raw", "dpp_raw_mu_path", "dpp_raw_mu_path_iter5"),
+    },
+    {
         "title": "Issue 56: a plain fit on small data",
         "folders": ("small_data_20", "small_data_40"),
         "purpose": "Every task, 3 draws x 5 folds, each fold's training sets cut to 20 and to 40 "
