@@ -324,7 +324,8 @@ SECTIONS = (
         "rounds": ("dpp_mean_iter1", "dpp_mean_iter2", "dpp_mean_iter5"),
     },
     {
-        "title": "Issue 80: the paper's model with one iteration a round, and the standard prototype",
+        "title": "Issue 80: the paper's model with one iteration a round, and the standard "
+        "prototype",
         "folders": ("raw_iter1_broad",),
         "purpose": "Every task, draw 0 x 5 folds (2-core CPU at the lowest priority beside "
         "other runs: seconds are proportions only): `DPPClassifierCV(**RAW_VECTORS)` "
